@@ -1,0 +1,139 @@
+"""The ``icml25`` command. Subsystem sub-apps are mounted lazily: ``icml25 --help`` imports no
+subsystem, so it stays fast and never loads torch, the web stack or an LLM client."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from icml25 import __version__
+
+# name -> one-line help. Each name is a module ``icml25.<name>.cli`` exposing a Typer ``app``.
+SUBAPPS: dict[str, str] = {
+    "conformal": "Conformal prediction as Bayesian quadrature: risk bounds and calibration.",
+    "worstoff": "Value of prediction vs access in identifying the worst-off (PAR).",
+    "review": "Peer-review platform with two-stage author feedback.",
+    "royalties": "Shapley royalty shares for training-data creators.",
+}
+
+
+class LazyGroup(TyperGroup):
+    """A Typer group whose subsystem commands are imported only when invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(SUBAPPS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in SUBAPPS:
+            module = importlib.import_module(f"icml25.{cmd_name}.cli")
+            command = typer.main.get_command(module.app)
+            command.name = cmd_name
+            return command
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, SUBAPPS.get(name) or self._short_help(ctx, name))
+                for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def _short_help(self, ctx: click.Context, name: str) -> str:
+        command = super().get_command(ctx, name)
+        return command.get_short_help_str(limit=80) if command else ""
+
+
+app = typer.Typer(
+    cls=LazyGroup,
+    help="icml25: the ICML 2025 outstanding papers as software you can run.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"icml25 {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[bool | None, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None,
+) -> None:
+    """icml25: the ICML 2025 outstanding papers as software you can run."""
+
+
+@app.command()
+def reproduce(
+    names: Annotated[list[str] | None, typer.Argument(
+        help="Experiments or whole subsystems to run (default: all).")] = None,
+    full: Annotated[bool, typer.Option(
+        "--full/--quick", help="Paper scale (--full) or a fast check (--quick, default).")] = False,
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("results"),
+    seed: Annotated[int, typer.Option(min=0, help="Seed for every experiment.")] = 0,
+    list_: Annotated[bool, typer.Option(
+        "--list", help="List registered experiments and exit.")] = False,
+) -> None:
+    """Run the papers' headline experiments; write results/<name>/ and results/report.html."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from icml25.core import load_experiments, run_experiment, select, write_report
+
+    console = Console()
+    unavailable = load_experiments()
+    try:
+        chosen = select(names or [])
+    except KeyError as exc:
+        raise typer.BadParameter(exc.args[0], param_hint="NAMES") from None
+
+    if list_:
+        table = Table("experiment", "subsystem", "reproduces", "quick", "full")
+        for exp in chosen:
+            table.add_row(exp.name, exp.subsystem, exp.reproduces,
+                          _settings(exp.quick), _settings(exp.full))
+        console.print(table if chosen else "No experiments are registered yet.")
+        for room, why in unavailable.items():
+            console.print(f"[yellow]{room} unavailable:[/] {why}")
+        return
+
+    mode = "full" if full else "quick"
+    summary = Table("experiment", "status", "wall time")
+    failed = 0
+    for exp in chosen:
+        console.print(f"[bold]running[/] {exp.name} ({mode})")
+        result = run_experiment(exp, mode=mode, seed=seed, out_root=out)
+        failed += result.status != "ok"
+        style = "green" if result.status == "ok" else "red"
+        summary.add_row(exp.name, f"[{style}]{result.status}[/]", f"{result.wall_time_s:.1f} s")
+        if result.error:
+            console.print(f"[red]{result.error}[/]")
+    report = write_report(out, unavailable=unavailable)
+    if chosen:
+        console.print(summary)
+    else:
+        console.print("No experiments are registered yet; the report says so.")
+    console.print(f"report: {report}")
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def _settings(settings: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items())
+
+
+def main() -> None:
+    app(prog_name="icml25")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Result records: dataclasses that round-trip to JSON.
+
+``JsonRecord`` is a mixin for any dataclass: ``to_dict``/``to_json`` turn NumPy scalars and arrays
+into plain numbers and lists; ``from_dict``/``from_json`` rebuild nested records from the type
+hints. Non-finite floats are written as JSON's ``NaN``/``Infinity`` tokens (Python reads them back).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+
+
+def to_jsonable(value: Any) -> Any:
+    """Plain-Python form of ``value`` (dataclasses, NumPy types, paths, tuples, dicts)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _from_jsonable(tp: Any, value: Any) -> Any:
+    """Rebuild ``value`` as type ``tp`` (nested dataclasses, lists, dicts, optionals)."""
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(tp):
+            if arg is type(None):
+                continue
+            if dataclasses.is_dataclass(arg) and isinstance(value, dict):
+                return _from_jsonable(arg, value)
+        return value
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp)}
+        unknown = set(value) - names
+        if unknown:
+            raise ValueError(f"{tp.__name__}: unknown fields {sorted(unknown)}")
+        return tp(**{k: _from_jsonable(hints[k], v) for k, v in value.items()})
+    if origin is list:
+        (item,) = typing.get_args(tp) or (Any,)
+        return [_from_jsonable(item, v) for v in value]
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_from_jsonable(args[0], v) for v in value)
+        return tuple(_from_jsonable(a, v) for a, v in zip(args, value, strict=True))
+    if origin is dict:
+        _, item = typing.get_args(tp) or (str, Any)
+        return {k: _from_jsonable(item, v) for k, v in value.items()}
+    if tp is float and isinstance(value, int):
+        return float(value)
+    return value
+
+
+class JsonRecord:
+    """Mixin giving a dataclass a lossless JSON form."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        return _from_jsonable(cls, data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        return cls.from_dict(json.loads(text))
+
+
+@dataclasses.dataclass
+class Comparison(JsonRecord):
+    """One row of a reproduction table: a published figure next to ours."""
+
+    quantity: str
+    ours: float | str | None
+    published: float | str | None = None
+    scale: str = ""
+    note: str = ""
+
+
+@dataclasses.dataclass
+class Outcome(JsonRecord):
+    """What an experiment function returns; figures are added through its RunContext."""
+
+    comparisons: list[Comparison] = dataclasses.field(default_factory=list)
+    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class ExperimentResult(JsonRecord):
+    """Everything ``results/<name>/result.json`` holds about one run of one experiment."""
+
+    name: str
+    subsystem: str
+    paper: str
+    reproduces: str
+    mode: str
+    seed: int
+    settings: dict[str, Any]
+    command: str
+    status: str = "ok"  # ok | failed
+    wall_time_s: float = 0.0
+    started_at: str = ""
+    comparisons: list[Comparison] = dataclasses.field(default_factory=list)
+    figures: list[str] = dataclasses.field(default_factory=list)  # relative to results/<name>/
+    notes: list[str] = dataclasses.field(default_factory=list)
+    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+    error: str = ""

@@ -1,0 +1,212 @@
+"""The ``reproduce`` registry: each subsystem registers its headline experiments here.
+
+A subsystem's ``experiments.py`` decorates a function ``fn(ctx: RunContext) -> Outcome``::
+
+    @experiment("conformal-binomial", paper="Snell & Griffiths 2025",
+                reproduces="Table 1, synthetic binomial",
+                published={"CRC failure rate (%)": 21.2},
+                quick={"trials": 1000}, full={"trials": 10000})
+    def binomial(ctx):
+        ...
+        row = ctx.compare("CRC failure rate (%)", 21.0, scale="1,000 trials")
+        return Outcome(comparisons=[row])
+
+``load_experiments()`` imports every subsystem's ``experiments`` module that can be imported;
+one whose optional extra is missing is listed as unavailable, with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from icml25.core.records import Comparison, ExperimentResult, Outcome
+from icml25.core.seeding import seed_everything
+
+SUBSYSTEMS = (
+    "conformal",
+    "worstoff",
+    "mdm",
+    "creativity",
+    "missing_score",
+    "collab",
+    "review",
+    "royalties",
+)
+MODES = ("quick", "full")
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    name: str
+    subsystem: str
+    paper: str
+    reproduces: str
+    published: dict[str, Any]
+    quick: dict[str, Any]
+    full: dict[str, Any]
+    func: Callable[[RunContext], Outcome]
+
+    def settings(self, mode: str) -> dict[str, Any]:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        return dict(self.quick if mode == "quick" else self.full)
+
+
+_REGISTRY: dict[str, Experiment] = {}
+_UNAVAILABLE: dict[str, str] = {}
+
+
+def experiment(
+    name: str,
+    *,
+    paper: str,
+    reproduces: str,
+    published: dict[str, Any] | None = None,
+    quick: dict[str, Any] | None = None,
+    full: dict[str, Any] | None = None,
+    subsystem: str | None = None,
+) -> Callable[[Callable[[RunContext], Outcome]], Callable[[RunContext], Outcome]]:
+    """Register ``fn`` as a headline experiment (see the module docstring)."""
+
+    def register(fn: Callable[[RunContext], Outcome]) -> Callable[[RunContext], Outcome]:
+        room = subsystem or _subsystem_of(fn)
+        if name in _REGISTRY and _REGISTRY[name].func is not fn:
+            raise ValueError(f"experiment {name!r} is registered twice")
+        _REGISTRY[name] = Experiment(
+            name, room, paper, reproduces, dict(published or {}), dict(quick or {}),
+            dict(full or quick or {}), fn,
+        )
+        return fn
+
+    return register
+
+
+def unregister(name: str) -> None:
+    """Remove an experiment (tests register throw-away ones)."""
+    _REGISTRY.pop(name, None)
+
+
+def _subsystem_of(fn: Callable) -> str:
+    parts = fn.__module__.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "icml25" else parts[0]
+
+
+def load_experiments() -> dict[str, str]:
+    """Import every subsystem's ``experiments`` module; return {subsystem: why unavailable}."""
+    for room in SUBSYSTEMS:
+        module = f"icml25.{room}.experiments"
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name in (f"icml25.{room}", module):
+                continue  # this subsystem has no experiments (yet)
+            _UNAVAILABLE[room] = f"needs '{exc.name}' ({exc})"
+        except ImportError as exc:  # MissingExtraError and friends
+            _UNAVAILABLE[room] = str(exc)
+    return dict(_UNAVAILABLE)
+
+
+def registered() -> list[Experiment]:
+    """All registered experiments, in subsystem order, then by name."""
+    order = {room: i for i, room in enumerate(SUBSYSTEMS)}
+    return sorted(_REGISTRY.values(), key=lambda e: (order.get(e.subsystem, 99), e.name))
+
+
+def select(names: Iterable[str] = ()) -> list[Experiment]:
+    """Experiments matching each name exactly or by subsystem; all of them when names is empty."""
+    names = list(names)
+    every = registered()
+    if not names:
+        return every
+    chosen: list[Experiment] = []
+    for wanted in names:
+        hits = [e for e in every if wanted in (e.name, e.subsystem)]
+        if not hits:
+            known = sorted({e.name for e in every} | {e.subsystem for e in every})
+            raise KeyError(f"no experiment or subsystem named {wanted!r}; known: {known}")
+        chosen += [e for e in hits if e not in chosen]
+    return chosen
+
+
+@dataclasses.dataclass
+class RunContext:
+    """What an experiment function gets: its settings, seed, RNG and a place for figures."""
+
+    experiment: Experiment
+    mode: str
+    seed: int
+    settings: dict[str, Any]
+    out_dir: Path
+    rng: np.random.Generator
+    figures: list[str] = dataclasses.field(default_factory=list)
+
+    def save_figure(self, fig, stem: str) -> Path:
+        """Save a matplotlib figure as ``<out_dir>/<stem>.png`` and list it in the report."""
+        from icml25.core.figures import save_figure
+
+        path = save_figure(fig, self.out_dir / stem)
+        self.figures.append(path.name)
+        return path
+
+    def compare(self, quantity: str, ours: Any, *, scale: str = "", note: str = "",
+                published: Any = None) -> Comparison:
+        """A table row; the published value defaults to the one declared at registration."""
+        if published is None:
+            published = self.experiment.published.get(quantity)
+        return Comparison(quantity=quantity, ours=_plain(ours), published=_plain(published),
+                          scale=scale, note=note)
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def rerun_command(name: str, mode: str, seed: int) -> str:
+    return f"icml25 reproduce {name} --{mode} --seed {seed}"
+
+
+def run_experiment(exp: Experiment, *, mode: str = "quick", seed: int = 0,
+                   out_root: str | Path = "results") -> ExperimentResult:
+    """Run one experiment, time it, and write ``<out_root>/<name>/result.json``.
+
+    An exception inside the experiment is caught and recorded (status ``failed``) so that one
+    broken experiment does not stop the others; the caller decides the exit code.
+    """
+    out_dir = Path(out_root) / exp.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("*.png"):
+        old.unlink()
+    settings = exp.settings(mode)
+    ctx = RunContext(exp, mode, seed, settings, out_dir, seed_everything(seed))
+    result = ExperimentResult(
+        name=exp.name, subsystem=exp.subsystem, paper=exp.paper, reproduces=exp.reproduces,
+        mode=mode, seed=seed, settings=settings, command=rerun_command(exp.name, mode, seed),
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    start = time.perf_counter()
+    try:
+        outcome = exp.func(ctx)
+        if not isinstance(outcome, Outcome):
+            raise TypeError(f"experiment {exp.name!r} returned {type(outcome).__name__}, "
+                            "expected icml25.core.Outcome")
+        result.comparisons = outcome.comparisons
+        result.notes = outcome.notes
+        result.data = outcome.data
+    except Exception:
+        result.status = "failed"
+        result.error = traceback.format_exc()
+    result.wall_time_s = round(time.perf_counter() - start, 3)
+    result.figures = list(ctx.figures)
+    (out_dir / "result.json").write_text(result.to_json())
+    return result

@@ -1,0 +1,33 @@
+"""Seeding: one call makes ``random``, NumPy and (when loaded) PyTorch deterministic."""
+
+from __future__ import annotations
+
+import random
+import sys
+
+import numpy as np
+
+
+def seed_everything(seed: int, *, torch: bool | None = None) -> np.random.Generator:
+    """Seed ``random``, NumPy's legacy global state and PyTorch; return a fresh Generator.
+
+    ``torch=None`` seeds PyTorch only if it is already imported (so seeding never pays
+    torch's import time); ``torch=True`` imports and seeds it; ``torch=False`` leaves it alone.
+    """
+    if not isinstance(seed, int | np.integer) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    seed = int(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)  # noqa: NPY002 (third-party code still uses the global state)
+    if torch or (torch is None and "torch" in sys.modules):
+        import torch as _torch
+
+        _torch.manual_seed(seed)
+    return make_rng(seed)
+
+
+def make_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """A NumPy Generator from a seed, or the Generator itself (like check_random_state)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)
