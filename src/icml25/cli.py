@@ -1,5 +1,9 @@
 """The ``icml25`` command. Subsystem sub-apps are mounted lazily: ``icml25 --help`` imports no
-subsystem, so it stays fast and never loads torch, the web stack or an LLM client."""
+subsystem, so it stays fast and never loads torch, the web stack or an LLM client.
+
+Only Typer's public API is used: the root app lists each subsystem as a light placeholder (its
+one-line help), and ``get_app(argv)`` swaps in the real sub-app of the subsystem being invoked.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,7 @@ import importlib
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
-from typer.core import TyperGroup
 
 from icml25 import __version__
 
@@ -21,39 +23,10 @@ SUBAPPS: dict[str, str] = {
     "royalties": "Shapley royalty shares for training-data creators.",
 }
 
-
-class LazyGroup(TyperGroup):
-    """A Typer group whose subsystem commands are imported only when invoked."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(SUBAPPS))
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in SUBAPPS:
-            module = importlib.import_module(f"icml25.{cmd_name}.cli")
-            command = typer.main.get_command(module.app)
-            command.name = cmd_name
-            return command
-        return super().get_command(ctx, cmd_name)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, SUBAPPS.get(name) or self._short_help(ctx, name))
-                for name in self.list_commands(ctx)]
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
-
-    def _short_help(self, ctx: click.Context, name: str) -> str:
-        command = super().get_command(ctx, name)
-        return command.get_short_help_str(limit=80) if command else ""
-
-
 app = typer.Typer(
-    cls=LazyGroup,
     help="icml25: the ICML 2025 outstanding papers as software you can run.",
     no_args_is_help=True,
     add_completion=False,
-    rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
 
@@ -66,8 +39,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: Annotated[bool | None, typer.Option(
-        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """icml25: the ICML 2025 outstanding papers as software you can run."""
 
@@ -131,8 +104,34 @@ def _settings(settings: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items())
 
 
-def main() -> None:
-    app(prog_name="icml25")
+def get_app(argv: list[str]) -> typer.Typer:
+    """The root app, with the real sub-app of the subsystem named first in ``argv`` (if any)."""
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    root = typer.Typer(
+        help=app.info.help, no_args_is_help=True, add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    root.registered_callback = app.registered_callback
+    root.registered_commands = list(app.registered_commands)
+    for name, help_text in SUBAPPS.items():
+        if name == wanted:
+            sub = importlib.import_module(f"icml25.{name}.cli").app
+        else:
+            sub = typer.Typer(help=help_text, no_args_is_help=True)
+            sub.callback()(_placeholder)
+        root.add_typer(sub, name=name, help=help_text)
+    return root
+
+
+def _placeholder() -> None:
+    """Loaded on use."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    get_app(argv)(args=argv, prog_name="icml25")
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ def test_importing_the_cli_loads_no_heavy_dependency():
 
 
 def test_help_lists_subsystems_without_importing_them_and_is_fast():
-    code = ("import sys, time; t = time.perf_counter(); from icml25.cli import app\n"
-            "try:\n    app(['--help'], prog_name='icml25')\nexcept SystemExit:\n    pass\n"
+    code = ("import sys, time; t = time.perf_counter(); from icml25.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print('ELAPSED', time.perf_counter() - t); "
             "print('ROOMS', sorted(m for m in sys.modules if m.startswith('icml25.') "
             "and m.count('.') == 1 and m not in ('icml25.cli', 'icml25.core')))")
@@ -47,6 +47,13 @@ def test_python_dash_m_works():
     out = subprocess.run([sys.executable, "-m", "icml25", "--version"], capture_output=True,
                          text=True, check=True)
     assert out.stdout.startswith("icml25 ")
+
+
+def test_a_subsystem_is_imported_only_when_invoked():
+    code = ("import sys; from icml25.cli import get_app\n"
+            "get_app(['reproduce', '--list'])\n"
+            "print('conformal.cli' in ' '.join(sys.modules))")
+    assert _fresh_python(code) == "False"
 
 
 def test_reproduce_list_and_unknown_name(tmp_path):
