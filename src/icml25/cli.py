@@ -15,12 +15,14 @@ import typer
 
 from icml25 import __version__
 
-# name -> one-line help. Each name is a module ``icml25.<name>.cli`` exposing a Typer ``app``.
+# module -> one-line help. Each is ``icml25.<module>.cli`` exposing a Typer ``app``, mounted as
+# ``icml25 <module with - for _>``.
 SUBAPPS: dict[str, str] = {
     "conformal": "Conformal prediction as Bayesian quadrature: risk bounds and calibration.",
     "worstoff": "Value of prediction vs access in identifying the worst-off (PAR).",
     "review": "Peer-review platform with two-stage author feedback.",
     "royalties": "Shapley royalty shares for training-data creators.",
+    "missing_score": "Score matching and sparse graphical models from data with missing values.",
 }
 
 app = typer.Typer(
@@ -113,9 +115,10 @@ def get_app(argv: list[str]) -> typer.Typer:
     )
     root.registered_callback = app.registered_callback
     root.registered_commands = list(app.registered_commands)
-    for name, help_text in SUBAPPS.items():
+    for module, help_text in SUBAPPS.items():
+        name = module.replace("_", "-")
         if name == wanted:
-            sub = importlib.import_module(f"icml25.{name}.cli").app
+            sub = importlib.import_module(f"icml25.{module}.cli").app
         else:
             sub = typer.Typer(help=help_text, no_args_is_help=True)
             sub.callback()(_placeholder)
