@@ -1,0 +1,207 @@
+"""``icml25 worstoff``: prediction vs access for targeting the worst-off."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    help="Value of prediction vs access in identifying the worst-off (PAR).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+@app.command("par")
+def par_cmd(
+    alpha: Annotated[float, typer.Option(help="Screening capacity (fraction screened).")],
+    beta: Annotated[float, typer.Option(help="Target fraction (the worst-off).")],
+    r2: Annotated[float, typer.Option(help="R^2 of the predictor.")],
+    d_alpha: Annotated[float, typer.Option(help="Step in capacity.")] = 0.01,
+    d_r2: Annotated[float, typer.Option(help="Step in R^2.")] = 0.01,
+    cost_ratio: Annotated[float | None, typer.Option(
+        help="Cost of one access step / cost of one prediction step: prints the decision.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Value, PAR and local PAR of the Gaussian model at one point."""
+    from icml25.worstoff.theory import dvalue_dalpha, dvalue_dr2, local_par, par, value
+
+    try:
+        pr = par(alpha, beta, r2, d_alpha, d_r2)  # validates every argument first
+        out = {
+            "alpha": alpha, "beta": beta, "r2": r2, "d_alpha": d_alpha, "d_r2": d_r2,
+            "value": value(alpha, beta, r2),
+            "value_more_access": value(alpha + d_alpha, beta, r2) if alpha + d_alpha < 1
+            else 1.0,
+            "value_better_prediction": value(alpha, beta, min(r2 + d_r2, 1.0)),
+            "par": pr,
+            "local_par": local_par(alpha, beta, r2),
+            "dvalue_dalpha": dvalue_dalpha(alpha, beta, r2),
+            "dvalue_dr2": dvalue_dr2(alpha, beta, r2),
+        }
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if cost_ratio is not None:
+        out["cost_ratio"] = cost_ratio
+        out["decision"] = "expand access" if cost_ratio < out["par"] else "improve prediction"
+    if as_json:
+        typer.echo(json.dumps(out))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("quantity", "value", title=f"alpha={alpha:g}, beta={beta:g}, R2={r2:g}")
+    for key, v in out.items():
+        table.add_row(key, f"{v:.6g}" if isinstance(v, float) else str(v))
+    Console().print(table)
+    typer.echo("Rule: expand access iff (cost of access step / cost of prediction step) < PAR.")
+
+
+@app.command()
+def heatmap(
+    beta: Annotated[float, typer.Option(help="Target fraction.")] = 0.2,
+    out: Annotated[Path, typer.Option("-o", "--out", help="PNG to write.")] = Path(
+        "par_heatmap.png"),
+    step: Annotated[float, typer.Option(help="d_alpha = d_r2.")] = 0.01,
+    grid: Annotated[int, typer.Option(min=10, max=1000, help="Grid points per axis.")] = 150,
+    cost_ratio: Annotated[float, typer.Option(help="Scale of the second panel.")] = 0.25,
+) -> None:
+    """PAR heatmap over (alpha, R^2) for one beta (the paper's Figure 2)."""
+    from icml25.core import save_figure
+    from icml25.worstoff.plots import par_heatmap
+
+    if not 0 < beta < 1:
+        raise _fail(f"beta must lie in (0, 1), got {beta}")
+    if not 0 < step < 0.5:
+        raise _fail(f"step must lie in (0, 0.5), got {step}")
+    fig, _ = par_heatmap(beta, d=step, grid=grid, cost_ratio=cost_ratio)
+    path = save_figure(fig, out)
+    typer.echo(f"wrote {path}")
+
+
+def _read_csv(path: Path, columns: list[str]) -> dict[str, list[str]]:
+    import csv
+
+    if not path.exists():
+        raise _fail(f"no such file: {path}")
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        header = reader.fieldnames or []
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise _fail(f"{path} has no column(s) {missing}; columns are {header}")
+        data: dict[str, list[str]] = {c: [] for c in columns}
+        for row in reader:
+            for c in columns:
+                data[c].append(row[c])
+    return data
+
+
+def _floats(name: str, raw: list[str]):
+    import numpy as np
+
+    try:
+        arr = np.array([float(v) for v in raw])
+    except ValueError:
+        raise _fail(f"column {name!r} has non-numeric values") from None
+    if not np.isfinite(arr).all():
+        raise _fail(f"column {name!r} has missing or non-finite values")
+    return arr
+
+
+@app.command()
+def evaluate(
+    data: Annotated[Path, typer.Argument(help="CSV file with outcome and prediction columns.")],
+    outcome: Annotated[str, typer.Option(help="Outcome column.")],
+    prediction: Annotated[str, typer.Option(help="Prediction column.")],
+    baseline: Annotated[str | None, typer.Option(
+        help="A simpler model's prediction column (for Delta-alpha*).")] = None,
+    beta: Annotated[list[float] | None, typer.Option(
+        help="Target fraction(s); repeat the option (default 0.05, 0.15, 0.25).")] = None,
+    higher_is_worse: Annotated[bool, typer.Option(
+        help="Higher outcomes are worse (e.g. unemployment duration).")] = False,
+    d_alpha: Annotated[float, typer.Option(help="Capacity step for PAR.")] = 0.1,
+    d_r2: Annotated[float, typer.Option(help="R^2 step for PAR.")] = 0.1,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the figures.")] = Path(
+        "worstoff-evaluation"),
+) -> None:
+    """Recall curves, capacity for a target recall, empirical PAR (and Delta-alpha*) for your
+    own outcomes and predictions; prints a table and writes figures."""
+    import numpy as np
+    from rich.console import Console
+    from rich.table import Table
+
+    from icml25.core import save_figure
+    from icml25.worstoff.empirical import (
+        capacity_needed,
+        delta_alpha_star,
+        empirical_par,
+        empirical_value,
+        r2_score,
+    )
+    from icml25.worstoff.plots import delta_alpha_curves, par_curves, recall_curves
+
+    beta = beta or [0.05, 0.15, 0.25]
+    cols = [outcome, prediction] + ([baseline] if baseline else [])
+    raw = _read_csv(data, cols)
+    y = _floats(outcome, raw[outcome])
+    yhat = _floats(prediction, raw[prediction])
+    base = _floats(baseline, raw[baseline]) if baseline else None
+    lower = not higher_is_worse
+    alphas = np.round(np.arange(0.05, min(0.95, 1 - d_alpha) + 1e-9, 0.05), 2)
+    grid = np.linspace(0, 1, 201)
+    try:
+        for b in beta:
+            if not 0 < b < 1:
+                raise ValueError(f"beta must lie in (0, 1), got {b}")
+        r2 = r2_score(y, yhat)
+        recall = {b: empirical_value(y, yhat, grid, b, lower_is_worse=lower) for b in beta}
+        pars = {b: empirical_par(y, yhat, alphas, b, d_alpha, d_r2, lower_is_worse=lower)
+                for b in beta}
+        curves = {f"prediction (R2={r2:.3f})": recall}
+        stars = {}
+        if base is not None:
+            curves[f"baseline (R2={r2_score(y, base):.3f})"] = {
+                b: empirical_value(y, base, grid, b, lower_is_worse=lower) for b in beta}
+            stars = {b: delta_alpha_star(y, yhat, base, alphas, b, lower_is_worse=lower)
+                     for b in beta}
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+
+    console = Console()
+    console.print(f"n = {y.size:,}, R2 = {r2:.4f}, worst-off = "
+                  f"{'highest' if higher_is_worse else 'lowest'} outcomes")
+    for b in beta:
+        cap = capacity_needed(y, yhat, b, [0.5, 0.75, 0.9], lower_is_worse=lower)
+        table = Table("alpha", "recall", f"PAR (steps {d_alpha:g}/{d_r2:g})",
+                      *(["Delta-alpha*"] if stars else []),
+                      title=f"beta = {b:g}; capacity for 50/75/90% recall: "
+                            f"{cap[0]:.3f} / {cap[1]:.3f} / {cap[2]:.3f}")
+        v = empirical_value(y, yhat, alphas, b, lower_is_worse=lower)
+        for i, a in enumerate(alphas):
+            row = [f"{a:.2f}", f"{v[i]:.3f}", f"{pars[b][i]:.3g}"]
+            if stars:
+                row.append(f"{stars[b][i]:.3f}")
+            table.add_row(*row)
+        console.print(table)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [save_figure(recall_curves(grid, curves, title="Recall on the worst-off"),
+                           out / "recall_vs_alpha"),
+               save_figure(par_curves(alphas, {f"R2 = {r2:.3f}": pars},
+                                      title=f"Empirical PAR, steps {d_alpha:g}/{d_r2:g}"),
+                           out / "par")]
+    if stars:
+        written.append(save_figure(delta_alpha_curves(alphas, stars,
+                                                      title="Extra capacity the baseline needs"),
+                                   out / "delta_alpha_star"))
+    for path in written:
+        console.print(f"wrote {path}")

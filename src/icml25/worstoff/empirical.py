@@ -1,0 +1,254 @@
+"""The paper's empirical method, for a user's own outcomes and predictions.
+
+Conventions
+-----------
+* ``y`` is the welfare outcome and ``yhat`` a prediction of it. By default lower is worse
+  (income); pass ``lower_is_worse=False`` when higher is worse (unemployment duration).
+* The worst-off are the ``beta`` fraction with the worst outcomes; the policy screens the ``alpha``
+  fraction with the worst predictions. The value is the recall: the share of the worst-off screened.
+* Ties are broken at random, and we return the *expected* recall under that tie-breaking, computed
+  exactly: a tied block at the screening boundary is screened fractionally. This matters for coarse
+  predictors (a depth-4 tree has at most 16 distinct predictions) and for capped outcomes. It also
+  makes ``alpha * n`` continuous, so recall is piecewise linear in ``alpha``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from icml25.worstoff._validation import (
+    check_fraction,
+    check_outcomes,
+    check_positive,
+    scalar_or_array,
+)
+
+__all__ = [
+    "r2_score",
+    "empirical_value",
+    "capacity_needed",
+    "improve_predictions",
+    "predictions_at_r2",
+    "empirical_par",
+    "empirical_par_at_r2",
+    "delta_alpha_star",
+]
+
+
+def _oriented(y, yhat, lower_is_worse: bool) -> tuple[np.ndarray, np.ndarray]:
+    y, yhat = check_outcomes(y, yhat)
+    return (y, yhat) if lower_is_worse else (-y, -yhat)
+
+
+def r2_score(y, yhat) -> float:
+    """Coefficient of determination ``1 - SSE/SST`` (the paper's R^2)."""
+    y, yhat = check_outcomes(y, yhat)
+    return float(1.0 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2))
+
+
+def _tie_mean(sorted_keys: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Replace each weight by the mean weight of its block of tied keys (random tie-breaking)."""
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    sums = np.add.reduceat(weights, starts)
+    counts = np.diff(np.r_[starts, sorted_keys.size])
+    return np.repeat(sums / counts, counts)
+
+
+def _bottom_weights(values: np.ndarray, fraction: float) -> np.ndarray:
+    """Expected membership (0..1) of each unit in the lowest ``fraction`` of ``values``."""
+    n = values.size
+    order = np.argsort(values, kind="stable")
+    k = fraction * n
+    w_sorted = np.clip(k - np.arange(n), 0.0, 1.0)
+    w_sorted = _tie_mean(values[order], w_sorted)
+    w = np.empty(n)
+    w[order] = w_sorted
+    return w
+
+
+def _recall_curve(y: np.ndarray, yhat: np.ndarray, beta: float):
+    """(cumulative expected worst-off caught after screening m units, m = 0..n; beta * n)."""
+    worst = _bottom_weights(y, beta)
+    order = np.argsort(yhat, kind="stable")
+    caught = _tie_mean(yhat[order], worst[order])
+    return np.r_[0.0, np.cumsum(caught)], beta * y.size
+
+
+def empirical_value(y, yhat, alpha, beta, *, lower_is_worse: bool = True):
+    """Empirical recall ``V(alpha, beta)`` of screening the ``alpha`` fraction with the worst
+    predictions; vectorised over ``alpha`` (``beta`` a scalar).
+
+    >>> y = np.arange(10.0); round(empirical_value(y, y, 0.2, 0.2), 6)
+    1.0
+    """
+    y, yhat = _oriented(y, yhat, lower_is_worse)
+    alpha = check_fraction("alpha", alpha, low_open=False, high_open=False)
+    beta = float(check_fraction("beta", beta))
+    cum, total = _recall_curve(y, yhat, beta)
+    m = np.arange(cum.size, dtype=float)
+    return scalar_or_array(np.interp(alpha * y.size, m, cum) / total)
+
+
+def capacity_needed(y, yhat, beta, recall, *, lower_is_worse: bool = True):
+    """Smallest screening capacity ``alpha`` whose expected recall reaches ``recall``
+    (``alpha* = inf{alpha : V(alpha, beta) >= p}``); vectorised over ``recall``."""
+    y, yhat = _oriented(y, yhat, lower_is_worse)
+    beta = float(check_fraction("beta", beta))
+    recall = check_fraction("recall", recall, low_open=False, high_open=False)
+    cum, total = _recall_curve(y, yhat, beta)
+    target = recall * total
+    # cum is non-decreasing and piecewise linear in m: invert on its first crossing.
+    idx = np.searchsorted(cum, target - 1e-12 * total, side="left")
+    idx = np.clip(idx, 1, cum.size - 1)
+    lo, hi = cum[idx - 1], cum[idx]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(hi > lo, (target - lo) / (hi - lo), 0.0)
+    m = (idx - 1) + np.clip(frac, 0.0, 1.0)
+    m = np.where(recall <= 0, 0.0, m)
+    return scalar_or_array(m / y.size)
+
+
+def improve_predictions(y, yhat, delta_r2, *, mask=None):
+    """The paper's "slightly better model": shrink residuals so R^2 rises by exactly ``delta_r2``.
+
+    ``yhat + delta * (y - yhat)`` with ``delta = 1 - sqrt(1 - delta_r2 * SST / SSE)``: residuals
+    keep their shape and shrink by ``1 - delta``. With ``mask`` only that subgroup's residuals
+    shrink (uneven improvement, e.g. better data for one region), still raising overall R^2 by
+    ``delta_r2``. Raises if the requested gain exceeds what the (sub)group's residuals allow.
+    """
+    y, yhat = check_outcomes(y, yhat)
+    delta_r2 = float(check_positive("delta_r2", delta_r2))
+    sel = np.ones(y.size, bool) if mask is None else np.asarray(mask, dtype=bool)
+    if sel.shape != y.shape:
+        raise ValueError(f"mask has shape {sel.shape}, expected {y.shape}")
+    sst = np.sum((y - y.mean()) ** 2)
+    sse = np.sum((y[sel] - yhat[sel]) ** 2)
+    if delta_r2 * sst > sse * (1.0 + 1e-9):
+        room = sse / sst
+        raise ValueError(f"cannot raise R^2 by {delta_r2:g}: the residuals allow at most "
+                         f"{room:.6g}")
+    delta = 1.0 - np.sqrt(max(1.0 - delta_r2 * sst / sse, 0.0))
+    out = yhat.copy()
+    out[sel] = yhat[sel] + delta * (y[sel] - yhat[sel])
+    return out
+
+
+def _calibrated_noise(y, yhat, target_r2: float, rng: np.random.Generator) -> np.ndarray:
+    """Degrade predictions to R^2 = target by adding shuffled residuals, then refit the line.
+
+    Adding ``kappa * xi`` (``xi`` a permutation of the residuals: same shape, no signal) lowers the
+    squared correlation with ``y``; the least-squares recalibration ``c0 + c1 * p`` of the noisy
+    score has R^2 equal to that squared correlation, and ranks people the same way as ``p``.
+    """
+    from scipy.optimize import brentq
+
+    xi = rng.permutation(y - yhat)
+    xi = xi - xi.mean()
+
+    def corr2(kappa: float) -> float:
+        return float(np.corrcoef(yhat + kappa * xi, y)[0, 1]) ** 2
+
+    hi = 1.0
+    while corr2(hi) > target_r2:
+        hi *= 4.0
+        if hi > 1e8:
+            raise ValueError(f"cannot degrade the predictions to R^2 = {target_r2:g}")
+    kappa = brentq(lambda k: corr2(k) - target_r2, 0.0, hi, xtol=1e-14, rtol=1e-14)
+    p = yhat + kappa * xi
+    slope, intercept = np.polyfit(p, y, 1)
+    return intercept + slope * p
+
+
+def predictions_at_r2(y, yhat, target_r2: float, *, seed=0) -> np.ndarray:
+    """Predictions with R^2 = ``target_r2`` built from ``yhat`` (the "R^2 regimes" of Fig. 3).
+
+    Above the current R^2: :func:`improve_predictions` (residual scaling). Below it: calibrated
+    noise injection (shuffled residuals, then a least-squares line; ``seed`` fixes the shuffle).
+    At 0: a constant (everybody tied, so screening is random and recall equals alpha).
+    """
+    from icml25.core import make_rng
+
+    y, yhat = check_outcomes(y, yhat)
+    target_r2 = float(check_fraction("target_r2", target_r2, low_open=False, high_open=False))
+    current = r2_score(y, yhat)
+    if target_r2 == 0.0:
+        return np.full_like(y, y.mean())
+    if target_r2 > current:
+        return improve_predictions(y, yhat, target_r2 - current)
+    if target_r2 == current:
+        return yhat.copy()
+    # Below: R^2 <= squared correlation, so shuffled-residual noise can always reach the target.
+    return _calibrated_noise(y, yhat, target_r2, make_rng(seed))
+
+
+def empirical_par(y, yhat, alpha, beta, d_alpha=0.1, d_r2=0.1, *, lower_is_worse: bool = True):
+    """Empirical prediction-access ratio, vectorised over ``alpha``.
+
+    ``[V(alpha + d_alpha) - V(alpha)] / [V+(alpha) - V(alpha)]`` where ``V+`` uses
+    :func:`improve_predictions` ``(y, yhat, d_r2)``. A non-positive denominator (the better model
+    does not help at this alpha) gives ``inf`` when access helps, ``nan`` when neither does.
+    """
+    y, yhat = check_outcomes(y, yhat)
+    alpha = check_fraction("alpha", alpha)
+    d_alpha = float(check_positive("d_alpha", d_alpha))
+    if (alpha + d_alpha > 1 + 1e-12).any():
+        raise ValueError("alpha + d_alpha must not exceed 1")
+    better = improve_predictions(y, yhat, d_r2)
+    return _par_from(y, yhat, better, alpha, beta, d_alpha, lower_is_worse)
+
+
+def _par_from(y, base_pred, better_pred, alpha, beta, d_alpha, lower_is_worse):
+    base = np.asarray(empirical_value(y, base_pred, alpha, beta, lower_is_worse=lower_is_worse))
+    up = np.asarray(empirical_value(y, base_pred, np.minimum(alpha + d_alpha, 1.0), beta,
+                                    lower_is_worse=lower_is_worse))
+    pred = np.asarray(empirical_value(y, better_pred, alpha, beta, lower_is_worse=lower_is_worse))
+    num, den = up - base, pred - base
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(den > 0, num / np.where(den > 0, den, 1.0),
+                       np.where(num > 0, np.inf, np.nan))
+    return scalar_or_array(out)
+
+
+def empirical_par_at_r2(y, yhat, alpha, beta, r2, d_alpha=0.1, d_r2=0.1, *,
+                        lower_is_worse: bool = True, seed=0):
+    """Empirical PAR in a chosen R^2 regime (the paper's Figure 3 regimes 0, model, 1 - step).
+
+    Both the regime's predictions and the improved ones come from :func:`predictions_at_r2`
+    applied to ``yhat`` (residual scaling upwards, calibrated noise downwards), so the residual
+    shape of the user's model is kept. At the model's own R^2 this equals :func:`empirical_par`.
+    """
+    y, yhat = check_outcomes(y, yhat)
+    alpha = check_fraction("alpha", alpha)
+    d_alpha = float(check_positive("d_alpha", d_alpha))
+    d_r2 = float(check_positive("d_r2", d_r2))
+    r2 = float(check_fraction("r2", r2, low_open=False, high_open=True))
+    if r2 + d_r2 > 1 + 1e-12:
+        raise ValueError("r2 + d_r2 must not exceed 1")
+    if (alpha + d_alpha > 1 + 1e-12).any():
+        raise ValueError("alpha + d_alpha must not exceed 1")
+    base = predictions_at_r2(y, yhat, r2, seed=seed)
+    better = predictions_at_r2(y, yhat, min(r2 + d_r2, 1.0), seed=seed)
+    return _par_from(y, base, better, alpha, beta, d_alpha, lower_is_worse)
+
+
+def delta_alpha_star(y, yhat_better, yhat_simple, alpha, beta, *, lower_is_worse: bool = True):
+    """Extra capacity the simpler model needs to match the better model's recall at ``alpha``.
+
+    ``inf{d > 0 : V_simple(alpha + d) - V_simple(alpha) >= V_better(alpha) - V_simple(alpha)}``;
+    0 where the simpler model is already as good, ``nan`` where it cannot catch up within
+    ``1 - beta`` (the paper's search range) or before everybody is screened.
+    """
+    y, yhat_better = check_outcomes(y, yhat_better, names=("y", "yhat_better"))
+    _, yhat_simple = check_outcomes(y, yhat_simple, names=("y", "yhat_simple"))
+    alpha = check_fraction("alpha", alpha)
+    beta_f = float(check_fraction("beta", beta))
+    target = np.asarray(empirical_value(y, yhat_better, alpha, beta_f,
+                                        lower_is_worse=lower_is_worse))
+    simple = np.asarray(empirical_value(y, yhat_simple, alpha, beta_f,
+                                        lower_is_worse=lower_is_worse))
+    need = np.asarray(capacity_needed(y, yhat_simple, beta_f, np.minimum(target, 1.0),
+                                      lower_is_worse=lower_is_worse))
+    d = np.where(target <= simple, 0.0, np.maximum(need - alpha, 0.0))
+    d = np.where(d >= 1.0 - beta_f, np.nan, d)
+    return scalar_or_array(d)
+
