@@ -1,0 +1,11 @@
+"""A small transformer and a trainer you can read top to bottom (nanoGPT-style), shared by the
+rooms that train networks (mdm, creativity). Needs the ``torch`` extra."""
+
+from icml25.core.errors import require_extra
+
+require_extra("torch", "torch")
+
+from icml25.nn.model import Transformer, TransformerConfig  # noqa: E402
+from icml25.nn.trainer import TrainConfig, TrainState, cosine_lr, train  # noqa: E402
+
+__all__ = ["TrainConfig", "TrainState", "Transformer", "TransformerConfig", "cosine_lr", "train"]

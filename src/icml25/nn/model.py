@@ -1,0 +1,175 @@
+"""A pre-norm transformer, causal or bidirectional, with learned or rotary positions.
+
+Saved as ``model.safetensors`` + ``config.json`` (``save`` / ``Transformer.load``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclasses.dataclass
+class TransformerConfig:
+    vocab_size: int
+    seq_len: int
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    d_ff: int | None = None  # default 4 * d_model
+    dropout: float = 0.0
+    causal: bool = False
+    positions: str = "learned"  # learned | rotary
+    out_size: int | None = None  # output classes; default vocab_size
+    tie_embeddings: bool = False
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}")
+        if self.positions not in ("learned", "rotary"):
+            raise ValueError(f"positions must be 'learned' or 'rotary', got {self.positions!r}")
+        if self.positions == "rotary" and (self.d_model // self.n_heads) % 2:
+            raise ValueError("rotary positions need an even head dimension")
+        if self.tie_embeddings and self.out_size not in (None, self.vocab_size):
+            raise ValueError("tied embeddings need out_size == vocab_size")
+        for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive")
+
+
+def _rotary_tables(seq_len: int, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    angles = torch.outer(torch.arange(seq_len, dtype=torch.float32), inv_freq)
+    return angles.cos(), angles.sin()
+
+
+def _apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate pairs (x[2i], x[2i+1]) of the head dimension by position-dependent angles."""
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    out = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+    return out.flatten(-2)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        d_ff = cfg.d_ff or 4 * cfg.d_model
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.d_model, d_ff), nn.GELU(), nn.Linear(d_ff, cfg.d_model))
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None):
+        b, t, d = x.shape
+        h = self.cfg.n_heads
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        if rotary is not None:
+            cos, sin = rotary
+            q, k = _apply_rotary(q, cos[:t], sin[:t]), _apply_rotary(k, cos[:t], sin[:t])
+        p = self.cfg.dropout if self.training else 0.0
+        att = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=self.cfg.causal)
+        x = x + self.drop(self.proj(att.transpose(1, 2).reshape(b, t, d)))
+        return x + self.drop(self.mlp(self.ln2(x)))
+
+
+class Transformer(nn.Module):
+    """Token ids ``(B, T)`` -> logits ``(B, T, out_size)``.
+
+    >>> m = Transformer(TransformerConfig(vocab_size=10, seq_len=81, d_model=32, n_layers=1))
+    >>> m(torch.zeros(2, 81, dtype=torch.long)).shape
+    torch.Size([2, 81, 10])
+    """
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos = nn.Embedding(cfg.seq_len, cfg.d_model) if cfg.positions == "learned" else None
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.out_size or cfg.vocab_size, bias=False)
+        if cfg.tie_embeddings:
+            self.head.weight = self.tok.weight
+        if cfg.positions == "rotary":
+            cos, sin = _rotary_tables(cfg.seq_len, cfg.d_model // cfg.n_heads)
+            self.register_buffer("rot_cos", cos, persistent=False)
+            self.register_buffer("rot_sin", sin, persistent=False)
+        self.apply(self._init)
+        for block in self.blocks:  # GPT-2's scaled init of residual projections
+            std = 0.02 / math.sqrt(2 * cfg.n_layers)
+            nn.init.normal_(block.proj.weight, std=std)
+            nn.init.normal_(block.mlp[2].weight, std=std)
+
+    @staticmethod
+    def _init(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        if idx.dim() != 2:
+            raise ValueError(f"expected token ids of shape (batch, seq), got {tuple(idx.shape)}")
+        t = idx.shape[1]
+        if t > self.cfg.seq_len:
+            raise ValueError(f"sequence length {t} exceeds the model's seq_len {self.cfg.seq_len}")
+        x = self.tok(idx)
+        if self.pos is not None:
+            x = x + self.pos(torch.arange(t, device=idx.device))
+        x = self.drop(x)
+        rotary = (self.rot_cos, self.rot_sin) if self.pos is None else None
+        for block in self.blocks:
+            x = block(x, rotary)
+        return self.head(self.ln_f(x))
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def flops_per_token(self) -> float:
+        """Training FLOPs per token (forward + backward ~ 3x forward; attention included)."""
+        c = self.cfg
+        d_ff = c.d_ff or 4 * c.d_model
+        per_layer = 2 * (3 * c.d_model**2 + c.d_model**2 + 2 * c.d_model * d_ff)
+        attention = 2 * 2 * c.seq_len * c.d_model
+        head = 2 * c.d_model * (c.out_size or c.vocab_size)
+        return 3.0 * (c.n_layers * (per_layer + attention) + head)
+
+    def save(self, directory: str | Path, extra: dict | None = None) -> Path:
+        """Write ``model.safetensors`` and ``config.json`` (plus ``extra`` metadata)."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        state = {k: v.detach().contiguous().cpu() for k, v in self.state_dict().items()}
+        if self.cfg.tie_embeddings:
+            state.pop("head.weight", None)
+        save_file(state, str(directory / "model.safetensors"))
+        meta = {"model": dataclasses.asdict(self.cfg), **(extra or {})}
+        (directory / "config.json").write_text(json.dumps(meta, indent=2))
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | Path, map_location: str = "cpu") -> Transformer:
+        from safetensors.torch import load_file
+
+        directory = Path(directory)
+        if not (directory / "config.json").exists():
+            raise FileNotFoundError(f"no config.json in {directory}: not a saved icml25 model")
+        meta = json.loads((directory / "config.json").read_text())
+        model = cls(TransformerConfig(**meta["model"]))
+        state = load_file(str(directory / "model.safetensors"), device=map_location)
+        model.load_state_dict(state, strict=not model.cfg.tie_embeddings)
+        return model

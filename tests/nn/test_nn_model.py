@@ -1,0 +1,63 @@
+import math
+
+import pytest
+import torch
+
+from icml25.nn import TrainConfig, Transformer, TransformerConfig, cosine_lr
+
+
+def _model(**kw):
+    torch.manual_seed(0)
+    cfg = dict(vocab_size=11, seq_len=12, d_model=32, n_layers=2, n_heads=4)
+    return Transformer(TransformerConfig(**(cfg | kw))).eval()
+
+
+@pytest.mark.parametrize("positions", ["learned", "rotary"])
+def test_causal_model_ignores_the_future_and_bidirectional_does_not(positions):
+    x = torch.randint(0, 11, (2, 12))
+    y = x.clone()
+    y[:, 8:] = (y[:, 8:] + 1) % 11
+    causal = _model(causal=True, positions=positions)
+    assert torch.allclose(causal(x)[:, :8], causal(y)[:, :8], atol=1e-6)
+    bidir = _model(causal=False, positions=positions)
+    assert not torch.allclose(bidir(x)[:, :8], bidir(y)[:, :8], atol=1e-4)
+
+
+def test_rotary_model_is_position_aware():
+    m = _model(positions="rotary")
+    x = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2]])
+    out = m(x)
+    assert not torch.allclose(out[0, 0], out[0, 10], atol=1e-4)  # same token, different place
+
+
+def test_save_load_round_trip(tmp_path):
+    m = _model(out_size=9, tie_embeddings=False)
+    m.save(tmp_path / "m", extra={"task": "demo"})
+    back = Transformer.load(tmp_path / "m").eval()
+    x = torch.randint(0, 11, (3, 12))
+    assert torch.equal(m(x), back(x))
+    tied = _model(tie_embeddings=True)
+    tied.save(tmp_path / "t")
+    assert torch.equal(tied(x), Transformer.load(tmp_path / "t").eval()(x))
+
+
+def test_bad_configs_and_inputs_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="multiple of n_heads"):
+        TransformerConfig(vocab_size=5, seq_len=4, d_model=30, n_heads=4)
+    with pytest.raises(ValueError, match="positions"):
+        TransformerConfig(vocab_size=5, seq_len=4, positions="alibi")
+    with pytest.raises(ValueError, match="exceeds"):
+        _model()(torch.zeros(1, 13, dtype=torch.long))
+    with pytest.raises(ValueError, match="batch, seq"):
+        _model()(torch.zeros(13, dtype=torch.long))
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        Transformer.load(tmp_path)
+
+
+def test_cosine_schedule_warms_up_then_decays_to_the_floor():
+    cfg = TrainConfig(steps=100, lr=1e-3, warmup_steps=10, min_lr_ratio=0.1)
+    lrs = [cosine_lr(s, cfg) for s in range(101)]
+    assert lrs[0] == pytest.approx(1e-4) and lrs[9] == pytest.approx(1e-3)
+    assert all(a >= b for a, b in zip(lrs[10:], lrs[11:], strict=False))
+    assert lrs[100] == pytest.approx(1e-4)
+    assert lrs[55] == pytest.approx(1e-4 + 0.5 * 9e-4 * (1 + math.cos(math.pi * 0.5)))
