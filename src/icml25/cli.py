@@ -22,6 +22,7 @@ SUBAPPS: dict[str, str] = {
     "worstoff": "Value of prediction vs access in identifying the worst-off (PAR).",
     "review": "Peer-review platform with two-stage author feedback.",
     "royalties": "Shapley royalty shares for training-data creators.",
+    "mdm": "Masked diffusion with adaptive unmasking order: solve and train Sudoku.",
     "missing_score": "Score matching and sparse graphical models from data with missing values.",
 }
 

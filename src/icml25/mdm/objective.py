@@ -1,0 +1,74 @@
+"""The masked-diffusion training objective (absorbing state, linear schedule alpha_t = 1 - t).
+
+Each example draws its own masking rate t ~ U(eps, 1]; every maskable token is replaced by the
+mask token with probability t; the model is scored by cross-entropy on the masked tokens only.
+With ``weighting="elbo"`` each example's masked cross-entropy is weighted by 1/t (the
+continuous-time ELBO of the linear schedule) and normalised by its number of maskable tokens,
+so the loss is an unbiased estimate of the per-token negative ELBO; ``"none"`` is the plain
+mean over masked tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+WEIGHTINGS = ("elbo", "none")
+
+
+def mask_tokens(
+    tokens: torch.Tensor,
+    maskable: torch.Tensor,
+    generator: torch.Generator | None = None,
+    *,
+    mask_id: int = 0,
+    eps: float = 1e-3,
+    stratified: bool = True,
+    min_one: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Return ``(noisy tokens, masked positions, t)``.
+
+    ``stratified`` spreads the batch's t evenly over (eps, 1] from one random offset (MDLM's
+    low-discrepancy sampler: same expectation, lower variance). ``min_one`` masks one token in
+    examples that drew none; it suits ``weighting="none"`` but biases the ELBO, so it is off.
+    """
+    if tokens.shape != maskable.shape:
+        raise ValueError(
+            f"tokens {tuple(tokens.shape)} and maskable {tuple(maskable.shape)} differ")
+    b, _ = tokens.shape
+    if stratified:
+        u0 = torch.rand(1, generator=generator)
+        unit = (u0 + torch.arange(b) / b) % 1.0
+        unit = unit[torch.randperm(b, generator=generator)]
+    else:
+        unit = torch.rand(b, generator=generator)
+    t = eps + (1 - eps) * unit
+    u = torch.rand(tokens.shape, generator=generator)
+    masked = maskable & (u < t[:, None])
+    empty = ~masked.any(1) & maskable.any(1)
+    if min_one and empty.any():
+        # Mask the maskable position with the smallest uniform: a uniformly random one.
+        pick = torch.where(maskable, u, torch.full_like(u, 2.0)).argmin(1)
+        masked[empty, pick[empty]] = True
+    return torch.where(masked, torch.full_like(tokens, mask_id), tokens), masked, t
+
+
+def mdm_loss(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    masked: torch.Tensor,
+    t: torch.Tensor,
+    maskable: torch.Tensor | None = None,
+    *,
+    weighting: str = "elbo",
+) -> torch.Tensor:
+    """Cross-entropy on masked positions; ``logits`` (B, L, V), ``targets`` (B, L) token ids."""
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    ce = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), reduction="none")
+    ce = ce.view_as(targets) * masked
+    if weighting == "none":
+        return ce.sum() / masked.sum().clamp(min=1)
+    n_maskable = (maskable if maskable is not None else torch.ones_like(masked)).sum(1)
+    per_example = ce.sum(1) / (t * n_maskable.clamp(min=1))
+    return per_example.mean()

@@ -1,0 +1,87 @@
+"""A batched masked-diffusion sampler with swappable planners (see ``planners``).
+
+Start from the given tokens with every maskable position masked; for ``steps`` steps run the model
+once, pick positions with the planner and fill them with the model's most probable value (or a
+sample at ``temperature > 0``). Revealed tokens stay fixed unless ``remask=True``, which re-predicts
+every maskable position each step and keeps only the most certain (the RDM / diffusion-vs-ar
+decoder).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from icml25.mdm.planners import PLANNERS, certainty, reveal_counts, select_top_k
+
+
+def _predict(model: nn.Module, x: torch.Tensor, mask_id: int, temperature: float,
+             generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
+    logits = model(x).float()
+    logits[..., mask_id] = float("-inf")  # the model never predicts the mask token
+    probs = logits.softmax(-1)
+    if temperature > 0:
+        flat = (logits / temperature).softmax(-1).flatten(0, 1)
+        values = torch.multinomial(flat, 1, generator=generator).view(x.shape)
+    else:
+        values = probs.argmax(-1)
+    return probs, values
+
+
+@torch.no_grad()
+def sample(
+    model: nn.Module,
+    tokens: torch.Tensor,
+    maskable: torch.Tensor,
+    *,
+    steps: int = 50,
+    planner: str = "top_margin",
+    noise: float | None = None,
+    k_mode: str | None = None,
+    temperature: float = 0.0,
+    remask: bool = False,
+    mask_id: int = 0,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Fill the ``maskable`` positions of ``tokens`` (B, L); returns new tokens.
+
+    ``noise``: Gumbel coefficient on the certainty (default 0.5 for adaptive planners, as in the
+    paper's puzzle experiments; unused by ``random``). ``k_mode``: "expected" or "binomial"
+    reveal counts (default binomial for ``random`` = the vanilla sampler, expected otherwise).
+    """
+    if planner not in PLANNERS:
+        raise ValueError(f"unknown planner {planner!r}; choose one of {PLANNERS}")
+    if steps < 1:
+        raise ValueError("steps must be >= 1")
+    if tokens.shape != maskable.shape or tokens.dim() != 2:
+        raise ValueError("tokens and maskable must both have shape (batch, length)")
+    noise = (0.0 if planner == "random" else 0.5) if noise is None else noise
+    k_mode = k_mode or ("binomial" if planner == "random" else "expected")
+    was_training = model.training
+    model.eval()
+    maskable = maskable.bool()
+    x = tokens.masked_fill(maskable, mask_id)
+    masked = maskable.clone()
+    n_target = maskable.sum(1)
+    for step in range(steps):
+        steps_left = steps - step
+        if not remask and not masked.any():
+            break
+        probs, values = _predict(model, x, mask_id, temperature, generator)
+        scores = certainty(probs, planner, generator)
+        if remask:
+            # Re-predict every target position; keep the most certain, mask the rest again.
+            keep = n_target - torch.div(n_target * (steps_left - 1), steps, rounding_mode="floor")
+            chosen = select_top_k(scores, maskable, keep, noise, generator)
+            x = torch.where(maskable, torch.where(chosen, values, mask_id), x)
+            masked = maskable & ~chosen
+            continue
+        k = reveal_counts(masked.sum(1), steps_left, k_mode, generator)
+        chosen = select_top_k(scores, masked, k, noise, generator)
+        x = torch.where(chosen, values, x)
+        masked &= ~chosen
+    if masked.any():  # binomial counts can leave a few: fill them in one last pass
+        _, values = _predict(model, x, mask_id, temperature, generator)
+        x = torch.where(masked, values, x)
+    model.train(was_training)
+    return x

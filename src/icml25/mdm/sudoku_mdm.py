@@ -1,0 +1,197 @@
+"""A masked diffusion model for Sudoku: data, training, solving and evaluation.
+
+Encoding (the lean 81-token format of the notes): one token per cell in row-major order, 0 = MASK,
+1-9 = digits. Clues are always visible; only the puzzle's blank cells are ever masked (training)
+or generated (solving). The model is a bidirectional ``icml25.nn.Transformer`` with learned
+absolute positions, as in the paper's GPT-2-without-causal-mask model, at a size a 2-core CPU can
+train (see ``docs/mdm.md`` for the scale and the gap to the paper).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from icml25.mdm import sudoku
+from icml25.mdm.objective import mask_tokens, mdm_loss
+from icml25.mdm.sampler import sample
+from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
+
+MASK = 0
+SHIPPED = "checkpoints/sudoku"  # inside the icml25.mdm package
+
+
+def default_model_config(**overrides) -> TransformerConfig:
+    """0.8M parameters: the notes' smallest size that should still show the ordering effect."""
+    base = dict(vocab_size=10, seq_len=81, d_model=128, n_layers=4, n_heads=4, dropout=0.0,
+                causal=False, positions="learned")
+    return TransformerConfig(**(base | overrides))
+
+
+def sudoku_batch(puzzles: np.ndarray, solutions: np.ndarray, batch_size: int,
+                 generator: torch.Generator, augment: bool = True):
+    """A training batch ``(tokens, maskable)``: random base puzzles under random symmetries."""
+    idx = torch.randint(0, len(puzzles), (batch_size,), generator=generator).numpy()
+    p, s = puzzles[idx], solutions[idx]
+    if augment:
+        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=generator)))
+        p, s = sudoku.augment(p, s, rng)
+    return torch.from_numpy(s.astype(np.int64)), torch.from_numpy(p == 0)
+
+
+def sudoku_loss(model, batch, generator: torch.Generator | None = None, weighting="elbo"):
+    tokens, maskable = batch
+    noisy, masked, t = mask_tokens(tokens, maskable, generator, mask_id=MASK)
+    logits = model(noisy)
+    logits = logits.masked_fill(torch.arange(logits.shape[-1]) == MASK, float("-inf"))
+    loss = mdm_loss(logits, tokens, masked, t, maskable, weighting=weighting)
+    with torch.no_grad():
+        hits = (logits.argmax(-1) == tokens) & masked
+        acc = hits.sum() / masked.sum().clamp(min=1)
+    return loss, {"masked_cell_acc": float(acc)}
+
+
+def train_sudoku(
+    puzzles: np.ndarray,
+    solutions: np.ndarray,
+    cfg: TrainConfig,
+    model_cfg: TransformerConfig | None = None,
+    *,
+    weighting: str = "elbo",
+    on_log=None,
+) -> tuple[Transformer, list[dict]]:
+    """Train (or resume, when ``cfg.out_dir`` holds a checkpoint) a Sudoku MDM."""
+    torch.manual_seed(cfg.seed)
+    model = Transformer(model_cfg or default_model_config())
+
+    def batch_fn(step, gen, rank):
+        return sudoku_batch(puzzles, solutions, cfg.batch_size, gen) + (gen,)
+
+    def loss_fn(net, batch):
+        tokens, maskable, gen = batch
+        return sudoku_loss(net, (tokens, maskable), gen, weighting)
+
+    state = train(model, loss_fn, batch_fn, cfg, on_log=on_log)
+    return model, state.log
+
+
+def load_model(path: str | Path | None = None) -> Transformer:
+    """The shipped checkpoint (default) or one saved by ``train_sudoku`` / ``Transformer.save``."""
+    if path is None:
+        path = resources.files("icml25.mdm") / SHIPPED
+        if not (Path(str(path)) / "model.safetensors").exists():
+            raise FileNotFoundError(
+                "the shipped Sudoku checkpoint is missing from this installation; train one with "
+                "`icml25 mdm train --task sudoku` and pass its folder")
+    path = Path(str(path))
+    if (path / "checkpoint" / "model.safetensors").exists() and not (path / "config.json").exists():
+        path = path / "checkpoint"
+    return Transformer.load(path).eval()
+
+
+@dataclasses.dataclass
+class SolveResult:
+    solution: str | None  # 81 digits, or None when the input line was rejected
+    valid: bool  # a complete grid consistent with every clue and the Sudoku rules
+    error: str | None = None
+
+    def line(self) -> str:
+        return self.solution if self.error is None else f"error: {self.error}"
+
+
+def solve_grids(model: Transformer, puzzles: np.ndarray, *, planner: str = "top_margin",
+                steps: int = 50, batch_size: int = 500, seed: int = 0,
+                noise: float | None = None, remask: bool = False) -> np.ndarray:
+    """Fill the blanks of ``puzzles`` (n, 81) int; returns (n, 81) int8 grids."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for start in range(0, len(puzzles), batch_size):
+        p = torch.from_numpy(np.asarray(puzzles[start:start + batch_size], dtype=np.int64))
+        filled = sample(model, p, p == 0, steps=steps, planner=planner, noise=noise,
+                        remask=remask, mask_id=MASK, generator=gen)
+        out.append(filled.numpy().astype(np.int8))
+    return np.concatenate(out) if out else np.zeros((0, 81), np.int8)
+
+
+def solve_sudoku(puzzles: Iterable[str] | str, planner: str = "top_margin", steps: int = 50,
+                 model: Transformer | None = None, *, batch_size: int = 500,
+                 seed: int = 0) -> list[SolveResult]:
+    """Solve puzzle strings (81 chars, ``0`` or ``.`` for blanks): one result per input.
+
+    Malformed puzzles get a result with ``error`` set; the others are still solved.
+    """
+    lines = [puzzles] if isinstance(puzzles, str) else list(puzzles)
+    grids, errors = sudoku.parse_puzzles(lines)
+    model = model or load_model()
+    solved = solve_grids(model, grids, planner=planner, steps=steps, batch_size=batch_size,
+                         seed=seed)
+    valid = sudoku.is_solution_of(grids, solved) if len(grids) else np.zeros(0, bool)
+    results, k = [], 0
+    for err in errors:
+        if err is not None:
+            results.append(SolveResult(None, False, err))
+            continue
+        results.append(SolveResult(sudoku.format_grid(solved[k]), bool(valid[k])))
+        k += 1
+    return results
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    from scipy.stats import beta
+
+    a = (1 - level) / 2
+    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    return lo, hi
+
+
+def evaluate(model: Transformer, puzzles: np.ndarray, solutions: np.ndarray,
+             planners: Sequence[str] = ("random", "top_prob", "top_margin"), *,
+             steps: int = 50, seed: int = 0) -> dict[str, dict[str, float]]:
+    """Fully-solved rate (valid grid matching the clues), cell accuracy on blanks, 95% CI."""
+    report = {}
+    blanks = puzzles == 0
+    for planner in planners:
+        grids = solve_grids(model, puzzles, planner=planner, steps=steps, seed=seed)
+        ok = sudoku.is_solution_of(puzzles, grids)
+        k, n = int(ok.sum()), len(ok)
+        lo, hi = clopper_pearson(k, n)
+        cell = float(((grids == solutions) & blanks).sum() / max(blanks.sum(), 1))
+        report[planner] = {"solved": k / max(n, 1), "ci_low": lo, "ci_high": hi, "n": n,
+                           "cell_acc": cell}
+    return report
+
+
+def write_training_card(directory: Path, command: str, log: list[dict], extra: dict) -> None:
+    """The provenance that ships beside a checkpoint: command, scale and a log summary."""
+    last = log[-1] if log else {}
+    summary = {"command": command, "final": last, **extra}
+    if log:
+        summary["examples_per_s_median"] = float(np.median([r["examples_per_s"] for r in log]))
+        summary["loss_first_last"] = [log[0]["loss"], last["loss"]]
+    (directory / "training.json").write_text(json.dumps(summary, indent=2))
+
+
+def flops_utilisation(model: Transformer, examples_per_s: float, peak_flops: float) -> float:
+    """Achieved training FLOP/s over the machine's matmul peak."""
+    return model.flops_per_token() * model.cfg.seq_len * examples_per_s / peak_flops
+
+
+def matmul_peak_flops(size: int = 1024, repeats: int = 10) -> float:
+    """This machine's float32 matmul throughput through torch (best of ``repeats``)."""
+    import time
+
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best

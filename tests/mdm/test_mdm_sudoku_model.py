@@ -1,0 +1,80 @@
+"""The Sudoku MDM glue: batches, loss, solving files with bad lines, the CLI contract."""
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from icml25.mdm import sudoku
+from icml25.mdm.cli import app
+from icml25.mdm.sudoku_mdm import (
+    default_model_config,
+    solve_sudoku,
+    sudoku_batch,
+    sudoku_loss,
+)
+from icml25.nn import Transformer
+
+EASY = "530070000600195000098000060800060003400803001700020006060000280000419005000080079"
+
+
+@pytest.fixture(scope="module")
+def data():
+    return sudoku.generate_dataset(6, seed=11)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    torch.manual_seed(0)
+    model = Transformer(default_model_config(d_model=16, n_layers=1, n_heads=2)).eval()
+    path = tmp_path_factory.mktemp("model")
+    model.save(path)
+    return model, path
+
+
+def test_batches_are_augmented_valid_boards_with_blanks_maskable(data):
+    puzzles, solutions = data
+    tokens, maskable = sudoku_batch(puzzles, solutions, 32, torch.Generator().manual_seed(0))
+    grids = tokens.numpy().astype(np.int8)
+    assert sudoku.is_valid_solution(grids).all()
+    # Clue count is preserved by the symmetries, so the maskable counts are the puzzles' blanks.
+    assert set(maskable.sum(1).tolist()) <= set((puzzles == 0).sum(1).tolist())
+
+
+def test_loss_only_scores_blank_cells(data):
+    tokens, maskable = sudoku_batch(*data, 16, torch.Generator().manual_seed(1))
+
+    def knows_blanks_only(x):
+        """Certain and right on blank cells, certain and wrong on clue cells."""
+        right = torch.nn.functional.one_hot(tokens, 10).float() * 50
+        wrong = torch.nn.functional.one_hot(tokens % 9 + 1, 10).float() * 50
+        return torch.where(maskable[..., None], right, wrong)
+
+    loss, metrics = sudoku_loss(knows_blanks_only, (tokens, maskable),
+                                torch.Generator().manual_seed(2))
+    assert loss.item() < 1e-6 and metrics["masked_cell_acc"] == 1.0
+
+
+def test_solve_keeps_one_result_per_line_and_reports_bad_lines(tiny_model):
+    model, _ = tiny_model
+    lines = [EASY, "123", EASY.replace("5", "x", 1), "55" + EASY[2:], EASY.replace("0", ".")]
+    results = solve_sudoku(lines, model=model, steps=5)
+    assert len(results) == 5
+    assert results[1].error and "length" in results[1].error
+    assert results[2].error and "x" in results[2].error
+    assert results[3].error  # two 5s in the first row: contradictory clues
+    for r in (results[0], results[4]):
+        assert r.error is None and len(r.solution) == 81
+        assert all(a == b for a, b in zip(EASY, r.solution, strict=True) if a != "0")
+
+
+def test_cli_solve_file_writes_exactly_one_line_per_input(tmp_path, tiny_model):
+    _, path = tiny_model
+    f = tmp_path / "p.txt"
+    f.write_text(f"{EASY}\nbad\n{EASY}\n")
+    out = CliRunner().invoke(app, ["solve", "--file", str(f), "--model", str(path), "--steps", "3"])
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert len(lines) == 3 and lines[1].startswith("error: ")
+    assert len(lines[0]) == len(lines[2]) == 81 and lines[0].isdigit()
+    assert "3 puzzles" in out.stderr and "1 rejected" in out.stderr
