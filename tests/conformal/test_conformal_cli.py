@@ -1,0 +1,101 @@
+"""``icml25 conformal``: JSON output, decisions, clear errors."""
+
+import json
+
+import numpy as np
+from typer.testing import CliRunner
+
+from icml25.cli import get_app
+
+runner = CliRunner()
+
+
+def run(*args):
+    argv = ["conformal", *map(str, args)]
+    return runner.invoke(get_app(argv), argv)
+
+
+def test_bound_prints_posterior_and_decision(tmp_path):
+    path = tmp_path / "losses.txt"
+    path.write_text("\n".join(["0"] * 9 + ["1"]) + "\n")
+    res = run("bound", path, "--alpha", 0.4, "--beta", 0.95)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["n"] == 10 and out["exact"] is True
+    assert out["mean"] == 2 / 11
+    assert abs(out["prob_below_alpha"] - 0.9536425984) < 1e-9
+    assert out["certified"] is True and out["decision"].startswith("certified")
+    assert {"quantile", "var", "min_n"} <= set(out)
+
+
+def test_bound_reads_a_csv_column_and_reports_too_small_n(tmp_path):
+    path = tmp_path / "l.csv"
+    path.write_text("id,loss\n" + "".join(f"{i},0.0\n" for i in range(10)))
+    res = run("bound", path, "--column", "loss", "--alpha", 0.1)
+    out = json.loads(res.stdout)
+    assert out["certified"] is False
+    assert "below the minimum 29" in out["decision"]
+
+
+def test_calibrate_from_a_loss_table_and_from_scores(tmp_path):
+    rng = np.random.default_rng(0)
+    scores = rng.exponential(size=300)
+    grid = np.linspace(0, 8, 81)
+    table = tmp_path / "cal.csv"
+    np.savetxt(table, (scores[:, None] > grid).astype(int), delimiter=",", fmt="%d",
+               header=",".join(f"{g:g}" for g in grid), comments="")
+    res = run("calibrate", table, "--alpha", 0.1, "--method", "crc")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    n = scores.size
+    ok = (np.sum(scores[:, None] > grid, axis=0) + 1) / (n + 1) <= 0.1
+    assert out["lambda"] == grid[np.flatnonzero(ok).min()]
+    sfile = tmp_path / "scores.txt"
+    np.savetxt(sfile, scores[:20])
+    res = run("calibrate", sfile, "--scores", "--alpha", 0.1)
+    out = json.loads(res.stdout)
+    assert out["lambda"] == "inf" and out["feasible"] is False
+    assert "at least n=29" in out["warning"]
+
+
+def test_errors_exit_with_code_2(tmp_path):
+    assert run("bound", tmp_path / "missing.txt").exit_code == 2
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0.1\n1.7\n")
+    res = run("bound", bad)
+    assert res.exit_code == 2 and "[0, B]" in res.output
+    good = tmp_path / "good.txt"
+    good.write_text("0.1\n0.7\n")
+    res = run("bound", good, "--alpha", 1.5)
+    assert res.exit_code == 2 and "alpha" in res.output
+    nm = tmp_path / "nm.csv"
+    nm.write_text("0,1,2\n1,1,0\n0,1,1\n")
+    res = run("calibrate", nm)
+    assert res.exit_code == 2 and "not monotone" in res.output
+
+
+def test_min_n():
+    out = json.loads(run("min-n", "--alpha", 0.05).stdout)
+    assert out["min_n"] == 59
+
+
+def test_multilabel_runs_on_a_users_score_file(tmp_path):
+    from icml25.conformal.data import load_multilabel_scores, make_multilabel_scores
+
+    scores, labels = make_multilabel_scores(n_samples=400, n_classes=10, rng=0)
+    npz = tmp_path / "coco-like.npz"
+    np.savez(npz, sgmd=scores, labels=labels)
+    csv = tmp_path / "scores.csv"
+    np.savetxt(csv, np.hstack([scores, labels]), delimiter=",")
+    for path in (npz, csv):
+        s, y = load_multilabel_scores(path)
+        np.testing.assert_allclose(s, scores)
+        np.testing.assert_array_equal(y, labels)
+    res = run("multilabel", npz, "--n", 200, "--trials", 50)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert set(out) == {"CRC", "RCPS", "BQ"} and out["CRC"]["trials"] == 50
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, scores=scores)
+    res = run("multilabel", bad)
+    assert res.exit_code == 2 and "labels" in res.output

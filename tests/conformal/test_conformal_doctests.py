@@ -1,0 +1,14 @@
+"""The docstring examples run and print what they claim."""
+
+import doctest
+
+import pytest
+
+from icml25.conformal import calibration, estimators, posterior
+
+
+@pytest.mark.parametrize("module", [posterior, calibration, estimators])
+def test_docstring_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
