@@ -1,6 +1,6 @@
 # The two commands of the README. Each sets up .venv on first use (idempotent), then runs.
-MAIN_EXTRAS ?=
-TEST_EXTRAS ?= torch,dev
+MAIN_EXTRAS ?= torch,review
+TEST_EXTRAS ?= torch,review,dev
 VENV ?= .venv
 
 .PHONY: reproduce test lint

@@ -1,0 +1,51 @@
+"""A conference review platform built on two-stage author feedback (Kim, Lee & Lee, ICML 2025).
+
+Pure parts import nothing heavy: :mod:`~icml25.review.workflow` (the process state machine and
+authorisation rules) and :mod:`~icml25.review.assignment`. The platform itself (models, service,
+web app) needs the ``review`` extra: ``pip install 'icml25[review]'``.
+"""
+
+from icml25.review.workflow import (
+    PHASE_ORDER,
+    Action,
+    Facts,
+    NotAllowed,
+    Phase,
+    PhaseFacts,
+    Role,
+    TransitionError,
+    allowed,
+    authorize,
+    check_transition,
+    next_phase,
+    stage1_released,
+    stage2_released,
+)
+
+__all__ = [
+    "PHASE_ORDER",
+    "Action",
+    "Facts",
+    "NotAllowed",
+    "Phase",
+    "PhaseFacts",
+    "Role",
+    "TransitionError",
+    "allowed",
+    "authorize",
+    "check_transition",
+    "create_app",
+    "next_phase",
+    "stage1_released",
+    "stage2_released",
+]
+
+
+def create_app(*args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+    """Build the FastAPI app (see :func:`icml25.review.web.create_app`)."""
+    from icml25.core import require_extra
+
+    require_extra("fastapi", "review")
+    from icml25.review.web import create_app as _create
+
+    return _create(*args, **kwargs)

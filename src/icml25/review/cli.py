@@ -1,0 +1,170 @@
+"""``icml25 review``: run a venue (init, serve, demo, create-user, export, backup)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(help="Peer-review platform with two-stage author feedback.",
+                  no_args_is_help=True)
+
+DB_OPT = typer.Option(None, "--database-url", help="default: $ICML25_DATABASE_URL or SQLite "
+                      "in $ICML25_REVIEW_HOME (~/.icml25-review)")
+
+
+def _settings(database_url: str | None):  # noqa: ANN202
+    from icml25.core import require_extra
+
+    for mod in ("fastapi", "sqlalchemy", "alembic", "argon2"):
+        require_extra(mod, "review")
+    from icml25.review.db import Settings
+
+    return Settings.from_env(database_url=database_url)
+
+
+def _session(settings):  # noqa: ANN001, ANN202
+    from icml25.review.db import make_engine, make_sessionmaker
+
+    return make_sessionmaker(make_engine(settings.database_url))()
+
+
+@app.command()
+def init(database_url: str | None = DB_OPT) -> None:
+    """Create or upgrade the database schema (Alembic migrations)."""
+    from icml25.review.db import upgrade
+
+    s = _settings(database_url)
+    upgrade(s.database_url)
+    typer.echo(f"database ready: {_redact(s.database_url)}")
+
+
+@app.command("create-user")
+def create_user(email: str, name: str = typer.Option(..., "--name"),
+                password: str = typer.Option(..., "--password", prompt=True,
+                                             hide_input=True, confirmation_prompt=True),
+                admin: bool = typer.Option(False, "--admin", help="may create venues"),
+                database_url: str | None = DB_OPT) -> None:
+    """Create an account (``--admin`` lets it create venues)."""
+    from icml25.review.service import ReviewService, ServiceError
+
+    s = _settings(database_url)
+    db = _session(s)
+    try:
+        u = ReviewService(db, s).create_user(email, name, password, is_admin=admin)
+    except ServiceError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    typer.echo(f"created user {u.id} <{u.email}>{' (admin)' if admin else ''}")
+
+
+@app.command()
+def demo(database_url: str | None = DB_OPT) -> None:
+    """Populate a demo: one venue in every phase; prints the demo logins."""
+    from icml25.review.db import upgrade
+    from icml25.review.demo import DEMO_PASSWORD, build_demo
+
+    s = _settings(database_url)
+    upgrade(s.database_url)
+    logins = build_demo(_session(s), s)
+    typer.echo(f"demo venues ready in {_redact(s.database_url)}; password for all: "
+               f"{DEMO_PASSWORD}")
+    for email, role in logins:
+        typer.echo(f"  {email:32s} {role}")
+
+
+@app.command()
+def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
+          database_url: str | None = DB_OPT) -> None:
+    """Serve the web UI and API (applies migrations first)."""
+    import os
+
+    from icml25.core import require_extra
+    from icml25.review.db import upgrade
+
+    s = _settings(database_url)
+    uvicorn = require_extra("uvicorn", "review")
+    upgrade(s.database_url)
+    os.environ["ICML25_DATABASE_URL"] = s.database_url
+    typer.echo(f"serving http://{host}:{port}/ (API: /api/v1/docs)")
+    uvicorn.run("icml25.review.web:create_app", factory=True, host=host, port=port,
+                workers=workers)
+
+
+@app.command()
+def export(venue: str, as_user: str = typer.Option(..., "--as", help="e-mail of the user whose "
+                                                   "view is exported"),
+           out: Path | None = typer.Option(None, "--out"),
+           database_url: str | None = DB_OPT) -> None:
+    """Export a venue as JSON, exactly as the given user may see it."""
+    from sqlalchemy import select
+
+    from icml25.review import models as m
+    from icml25.review.service import NotFound, ReviewService
+
+    s = _settings(database_url)
+    db = _session(s)
+    user = db.scalar(select(m.User).where(m.User.email == as_user.lower()))
+    if user is None:
+        raise typer.BadParameter(f"no user {as_user}")
+    svc = ReviewService(db, s, user)
+    try:
+        data = svc.export(svc.venue(venue))
+    except NotFound as exc:
+        raise typer.BadParameter(str(exc)) from None
+    text = json.dumps(data, indent=2, default=str)
+    if out:
+        out.write_text(text)
+        typer.echo(f"wrote {out}")
+    else:
+        typer.echo(text)
+
+
+@app.command()
+def backup(out: Path = typer.Option(Path("."), "--out", help="folder for the backup"),
+           database_url: str | None = DB_OPT) -> None:
+    """Back up the database (SQLite online backup, or pg_dump) and the uploaded PDFs."""
+    import sqlite3
+    import subprocess
+
+    s = _settings(database_url)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = out / f"icml25-review-{stamp}"
+    target.mkdir(parents=True, exist_ok=False)
+    url = s.database_url
+    if url.startswith("sqlite"):
+        src = sqlite3.connect(url.split("///", 1)[-1])
+        dst = sqlite3.connect(target / "review.sqlite3")
+        with dst:
+            src.backup(dst)
+        src.close()
+        dst.close()
+    else:
+        pg = shutil.which("pg_dump")
+        if pg is None:
+            raise typer.BadParameter("pg_dump is needed to back up PostgreSQL")
+        plain = url.replace("postgresql+psycopg://", "postgresql://")
+        with open(target / "review.sql", "wb") as fh:
+            subprocess.run([pg, "--no-owner", plain], stdout=fh, check=True)
+    if Path(s.upload_dir).exists():
+        shutil.copytree(s.upload_dir, target / "uploads")
+    typer.echo(f"backup written to {target}")
+
+
+@app.command("send-mail")
+def send_mail(database_url: str | None = DB_OPT) -> None:
+    """Send queued notification e-mails over SMTP ($ICML25_SMTP_HOST)."""
+    from icml25.review.service import ReviewService
+
+    s = _settings(database_url)
+    n = ReviewService(_session(s), s).send_outbox()
+    typer.echo(f"sent {n} e-mail(s)" if s.smtp_host else "ICML25_SMTP_HOST is not set")
+
+
+def _redact(url: str) -> str:
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return url

@@ -1,0 +1,167 @@
+"""A populated demo: one venue in every phase, driven through the service layer only.
+
+:func:`populate_venue` is also what the tests use to walk a venue through the process (with their
+own marker texts), so the demo and the tests exercise the same code path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from icml25.review import models as m
+from icml25.review.db import Settings
+from icml25.review.security import minimal_pdf
+from icml25.review.service import ReviewService
+from icml25.review.workflow import PHASE_LABELS, PHASE_ORDER, Phase, Role
+
+DEMO_PASSWORD = "demo-password-2025"
+
+
+@dataclass(frozen=True)
+class Cast:
+    """E-mails of the people taking part in one demo venue."""
+
+    chair: str = "chair@venue.example"
+    ac: str = "ac@ac-institute.example"
+    reviewers: tuple[str, ...] = ("reviewer1@r1-uni.example", "reviewer2@r2-uni.example",
+                                  "reviewer3@r3-uni.example", "reviewer4@r4-lab.example")
+    authors: tuple[str, ...] = ("author1@uni-a.example", "author2@uni-b.example")
+
+
+def default_text(kind: str, **ctx: object) -> str:
+    """Plausible demo text for one field."""
+    samples = {
+        "title": "Learning to review reviews, paper {paper}",
+        "abstract": "We study paper {paper}: a method, an analysis and experiments.",
+        "summary": "The paper proposes a method and evaluates it carefully.",
+        "strengths": "Clear writing; a sound analysis; useful experiments.",
+        "questions": "How does the method scale with the number of reviewers?",
+        "weaknesses": "The evaluation is limited to synthetic data.",
+        "rebuttal": "Thank you; we added an experiment on larger instances.",
+        "post": "I think the rebuttal addresses my concerns.",
+        "meta": "The reviewers agree the paper is sound after the rebuttal.",
+        "llm_comment": "",
+        "author_name": "Author {i}",
+        "affiliation": "University {i}",
+        "reviewer_name": "Reviewer Person {i}",
+    }
+    return samples[kind].format(**ctx)
+
+
+def ensure_user(svc: ReviewService, email: str, name: str, password: str = DEMO_PASSWORD,
+                admin: bool = False) -> m.User:
+    """Return the user with ``email``, creating it if needed."""
+    u = svc.db.scalar(select(m.User).where(m.User.email == email))
+    return u or svc.as_user(None).create_user(email, name, password, is_admin=admin)
+
+
+def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
+                   cast: Cast = Cast(), text: Callable[..., str] = default_text,
+                   n_papers: int = 2, on_phase: Callable[[Phase], None] | None = None,
+                   password: str = DEMO_PASSWORD) -> m.Venue:
+    """Create venue ``slug`` and drive it through the process up to (and including the work
+    of) phase ``upto``. ``on_phase(phase)`` is called after each phase's work is done."""
+    base = ReviewService(db, settings)
+    users = {}
+    users["chair"] = ensure_user(base, cast.chair, "Program Chair", password, admin=True)
+    users["ac"] = ensure_user(base, cast.ac, "Area Chair Person", password)
+    revs = [ensure_user(base, e, text("reviewer_name", i=i + 1), password)
+            for i, e in enumerate(cast.reviewers)]
+    auths = [ensure_user(base, e, text("author_name", i=i + 1), password)
+             for i, e in enumerate(cast.authors)]
+    chair = base.as_user(users["chair"])
+    venue = chair.create_venue(slug, f"Demo venue ({PHASE_LABELS[upto]})",
+                               reviews_per_paper=min(3, len(revs)),
+                               timeline={"reviewing": "2025-03-01", "feedback": "2025-03-15"})
+    chair.add_member(venue, cast.ac, Role.AC)
+    for e in cast.reviewers:
+        chair.add_member(venue, e, Role.REVIEWER)
+
+    subs = []
+    for p in range(n_papers):
+        author = base.as_user(auths[p % len(auths)])
+        authors = [{"name": auths[(p + j) % len(auths)].name,
+                    "email": auths[(p + j) % len(auths)].email,
+                    "affiliation": text("affiliation", i=(p + j) % len(auths) + 1)}
+                   for j in range(len(auths))]
+        subs.append(author.submit(venue, title=text("title", paper=p + 1),
+                                  abstract=text("abstract", paper=p + 1),
+                                  keywords="peer review, feedback", authors=authors,
+                                  pdf=minimal_pdf(f"paper {p + 1}")))
+
+    def step(phase: Phase) -> None:
+        if phase is Phase.BIDDING:
+            for i, r in enumerate(revs):
+                for j, s in enumerate(subs):
+                    base.as_user(r).bid(s.id, 2 if (i + j) % 2 == 0 else 0)
+        elif phase is Phase.ASSIGNMENT:
+            chair.auto_assign(venue)
+            for s in subs:
+                chair.assign(s.id, users["ac"].id, Role.AC)
+        elif phase is Phase.REVIEWING:
+            for s in subs:
+                b = base.bundle(s.id)
+                for a in b.assignments:
+                    if a.role != Role.REVIEWER:
+                        continue
+                    ctx = {"paper": s.number, "rev": a.pseudonym[-1]}
+                    base.as_user(db.get(m.User, a.user_id)).save_review(
+                        s.id, summary=text("summary", **ctx), strengths=text("strengths", **ctx),
+                        questions=text("questions", **ctx), weaknesses=text("weaknesses", **ctx),
+                        score=3 + (s.number + ord(a.pseudonym[-1])) % 5, confidence=3)
+        elif phase is Phase.FEEDBACK:
+            # paper 1: every review rated (stage 2 released); later papers: one review rated
+            for s in subs:
+                b = base.bundle(s.id)
+                author = base.as_user(db.get(m.User, s.submitter_id))
+                todo = b.reviews if s.number == 1 else b.reviews[:1]
+                for k, r in enumerate(todo):
+                    author.give_feedback(r.id, comprehension=3 + k % 3,
+                                         constructiveness=2 + k % 4, llm_suspected=k == 2,
+                                         llm_comment=text("llm_comment", paper=s.number))
+        elif phase is Phase.REBUTTAL:
+            for s in subs:
+                author = base.as_user(db.get(m.User, s.submitter_id))
+                for r in base.bundle(s.id).reviews[:2]:
+                    author.write_rebuttal(r.id, text("rebuttal", paper=s.number))
+        elif phase is Phase.DISCUSSION:
+            for s in subs:
+                b = base.bundle(s.id)
+                for a in b.assignments[:2]:
+                    base.as_user(db.get(m.User, a.user_id)).post_discussion(
+                        s.id, text("post", paper=s.number))
+        elif phase is Phase.META_REVIEW:
+            for s in subs:
+                base.as_user(users["ac"]).write_metareview(
+                    s.id, text("meta", paper=s.number), "accept" if s.number % 2 else "reject")
+        elif phase is Phase.DECISION:
+            for s in subs:
+                chair.decide(s.id, "accept" if s.number % 2 else "reject")
+
+    for phase in PHASE_ORDER:
+        if phase is not Phase.SUBMISSION:
+            if phase is Phase.BIDDING and not venue.bidding_enabled:
+                continue
+            chair.advance_phase(venue, phase)
+        step(phase)
+        if on_phase:
+            on_phase(phase)
+        if phase is upto:
+            break
+    return venue
+
+
+def build_demo(db: Session, settings: Settings) -> list[tuple[str, str]]:
+    """One venue per phase; returns the (e-mail, role) logins (password: DEMO_PASSWORD)."""
+    for phase in PHASE_ORDER:
+        slug = f"demo-{phase.value.replace('_', '-')}"
+        if db.scalar(select(m.Venue).where(m.Venue.slug == slug)):
+            continue
+        populate_venue(db, settings, slug, phase)
+    c = Cast()
+    return ([(c.chair, "program chair (site admin)"), (c.ac, "area chair")]
+            + [(e, "reviewer") for e in c.reviewers] + [(e, "author") for e in c.authors])

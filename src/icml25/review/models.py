@@ -1,0 +1,269 @@
+"""SQLAlchemy 2 models of the review platform (schema managed by Alembic migrations)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Stable constraint names so that migrations upgrade and downgrade on SQLite and PostgreSQL alike.
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    """Timezone-aware current time (UTC)."""
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base with the naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING)
+
+
+def _fk(target: str, nullable: bool = False, ondelete: str = "CASCADE") -> Mapped:
+    return mapped_column(ForeignKey(target, ondelete=ondelete), nullable=nullable, index=True)
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    affiliation: Mapped[str] = mapped_column(String(200), default="")
+    password_hash: Mapped[str] = mapped_column(String(255))
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Venue(Base):
+    __tablename__ = "venues"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    phase: Mapped[str] = mapped_column(String(32), default="submission")
+    bidding_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    reviews_per_paper: Mapped[int] = mapped_column(Integer, default=3)
+    max_load: Mapped[int] = mapped_column(Integer, default=6)
+    max_pdf_bytes: Mapped[int] = mapped_column(Integer, default=10 * 1024 * 1024)
+    # JSON text: {phase: ISO deadline} -- the venue's configurable timeline
+    timeline: Mapped[str] = mapped_column(Text, default="{}")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Membership(Base):
+    __tablename__ = "memberships"
+    __table_args__ = (UniqueConstraint("venue_id", "user_id", "role"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    venue_id: Mapped[int] = _fk("venues.id")
+    user_id: Mapped[int] = _fk("users.id")
+    role: Mapped[str] = mapped_column(String(16))
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+    __table_args__ = (UniqueConstraint("venue_id", "number"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    venue_id: Mapped[int] = _fk("venues.id")
+    number: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(String(300))
+    abstract: Mapped[str] = mapped_column(Text)
+    keywords: Mapped[str] = mapped_column(String(500), default="")
+    declared_conflicts: Mapped[str] = mapped_column(Text, default="")
+    submitter_id: Mapped[int] = _fk("users.id")
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    pdf_path: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    pdf_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    pdf_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    authors: Mapped[list[SubmissionAuthor]] = relationship(
+        order_by="SubmissionAuthor.position", cascade="all, delete-orphan")
+
+
+class SubmissionAuthor(Base):
+    __tablename__ = "submission_authors"
+    __table_args__ = (UniqueConstraint("submission_id", "position"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = _fk("submissions.id")
+    position: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(200))
+    email: Mapped[str] = mapped_column(String(254))
+    affiliation: Mapped[str] = mapped_column(String(200), default="")
+    user_id: Mapped[int | None] = _fk("users.id", nullable=True, ondelete="SET NULL")
+
+
+class Conflict(Base):
+    __tablename__ = "conflicts"
+    __table_args__ = (UniqueConstraint("submission_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = _fk("submissions.id")
+    user_id: Mapped[int] = _fk("users.id")
+    reason: Mapped[str] = mapped_column(String(200))
+
+
+class Bid(Base):
+    __tablename__ = "bids"
+    __table_args__ = (UniqueConstraint("submission_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = _fk("submissions.id")
+    user_id: Mapped[int] = _fk("users.id")
+    value: Mapped[int] = mapped_column(Integer)  # -2 (no) .. 2 (eager)
+
+
+class Assignment(Base):
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("submission_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = _fk("submissions.id")
+    user_id: Mapped[int] = _fk("users.id")
+    role: Mapped[str] = mapped_column(String(16))  # reviewer | ac
+    pseudonym: Mapped[str] = mapped_column(String(32), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Review(Base):
+    __tablename__ = "reviews"
+    __table_args__ = (UniqueConstraint("submission_id", "reviewer_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = _fk("submissions.id")
+    reviewer_id: Mapped[int] = _fk("users.id")
+    # stage 1 (released first)
+    summary: Mapped[str] = mapped_column(Text, default="")
+    strengths: Mapped[str] = mapped_column(Text, default="")
+    questions: Mapped[str] = mapped_column(Text, default="")
+    # stage 2 (released after the authors rated)
+    weaknesses: Mapped[str] = mapped_column(Text, default="")
+    score: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    confidence: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    submitted: Mapped[bool] = mapped_column(Boolean, default=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Feedback(Base):
+    """An author's rating of one review (visible individually to program chairs only)."""
+
+    __tablename__ = "feedback"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    review_id: Mapped[int] = mapped_column(
+        ForeignKey("reviews.id", ondelete="CASCADE"), unique=True)
+    author_id: Mapped[int] = _fk("users.id")
+    comprehension: Mapped[int] = mapped_column(Integer)
+    constructiveness: Mapped[int] = mapped_column(Integer)
+    llm_suspected: Mapped[bool] = mapped_column(Boolean, default=False)
+    llm_comment: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Rebuttal(Base):
+    __tablename__ = "rebuttals"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    review_id: Mapped[int] = mapped_column(
+        ForeignKey("reviews.id", ondelete="CASCADE"), unique=True)
+    author_id: Mapped[int] = _fk("users.id")
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DiscussionPost(Base):
+    __tablename__ = "discussion_posts"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = _fk("submissions.id")
+    user_id: Mapped[int] = _fk("users.id")
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MetaReview(Base):
+    __tablename__ = "meta_reviews"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), unique=True)
+    ac_id: Mapped[int] = _fk("users.id")
+    text: Mapped[str] = mapped_column(Text)
+    recommendation: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Decision(Base):
+    __tablename__ = "decisions"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), unique=True)
+    decided_by: Mapped[int] = _fk("users.id")
+    outcome: Mapped[str] = mapped_column(String(16))  # accept | reject
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Email(Base):
+    """Outbox of notification e-mails (sent by ``send_outbox`` when SMTP is configured)."""
+
+    __tablename__ = "emails"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    venue_id: Mapped[int | None] = _fk("venues.id", nullable=True)
+    # the submission an e-mail is about (hidden from chairs conflicted with it)
+    submission_id: Mapped[int | None] = _fk("submissions.id", nullable=True)
+    to_addr: Mapped[str] = mapped_column(String(254))
+    subject: Mapped[str] = mapped_column(String(300))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class AuditEvent(Base):
+    __tablename__ = "audit_events"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    venue_id: Mapped[int | None] = _fk("venues.id", nullable=True)
+    actor_id: Mapped[int | None] = _fk("users.id", nullable=True, ondelete="SET NULL")
+    submission_id: Mapped[int | None] = _fk("submissions.id", nullable=True)
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str] = mapped_column(String(128), default="")
+    detail: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WebSession(Base):
+    __tablename__ = "web_sessions"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = _fk("users.id")
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ApiToken(Base):
+    """Personal access token (only a SHA-256 of the secret is stored)."""
+
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = _fk("users.id")
+    name: Mapped[str] = mapped_column(String(100))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class LoginAttempt(Base):
+    __tablename__ = "login_attempts"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(254), index=True)
+    ip: Mapped[str] = mapped_column(String(64), index=True)
+    success: Mapped[bool] = mapped_column(Boolean)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)

@@ -1,0 +1,301 @@
+"""The ONE place that decides what a viewer may see (HotCRP style).
+
+Every HTML page, JSON response and export is built from the dictionaries returned here; nothing
+else turns database rows into output. The rules:
+
+* double blind: reviewers and area chairs never see author identities; authors never see
+  reviewer identities; reviewers of one paper see each other as "Reviewer A/B/C";
+* two-stage release: authors see summary, strengths and questions from the feedback phase on,
+  and weaknesses, score and confidence only once every review of their submission is rated (or
+  the venue reached rebuttal);
+* individual author ratings are shown to (non-conflicted) program chairs only; a reviewer sees
+  the aggregate over their reviews after notification and only over at least 3 ratings;
+* discussion is for the paper's reviewers (after writing their own review), area chair and chairs.
+
+Functions here are pure: they take loaded rows (a :class:`Bundle`) and return plain dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from statistics import fmean
+
+from icml25.review import models as m
+from icml25.review.workflow import (
+    PHASE_LABELS,
+    Action,
+    Facts,
+    Phase,
+    Role,
+    allowed,
+    at_least,
+    feedback_aggregate_visible,
+    stage1_released,
+    stage2_released,
+)
+
+MIN_RATINGS_FOR_AGGREGATE = 3
+STAGE1_FIELDS = ("summary", "strengths", "questions")
+STAGE2_FIELDS = ("weaknesses", "score", "confidence")
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who is looking: a user id (None = anonymous) and their roles in the venue."""
+
+    user_id: int | None
+    venue_roles: frozenset[Role] = frozenset()
+
+    @property
+    def is_chair(self) -> bool:
+        return Role.CHAIR in self.venue_roles
+
+
+@dataclass
+class Bundle:
+    """One submission with every row that may be shown about it (loaded by the service)."""
+
+    venue: m.Venue
+    submission: m.Submission
+    authors: list[m.SubmissionAuthor]
+    conflict_user_ids: set[int]
+    assignments: list[m.Assignment]
+    reviews: list[m.Review]
+    feedback: dict[int, m.Feedback]  # review id -> feedback
+    rebuttals: dict[int, m.Rebuttal]  # review id -> rebuttal
+    posts: list[m.DiscussionPost]
+    meta_review: m.MetaReview | None
+    decision: m.Decision | None
+    users: dict[int, m.User] = field(default_factory=dict)
+    bids: dict[int, int] = field(default_factory=dict)  # user id -> bid value
+
+    @property
+    def phase(self) -> Phase:
+        return Phase(self.venue.phase)
+
+    def author_user_ids(self) -> set[int]:
+        ids = {a.user_id for a in self.authors if a.user_id is not None}
+        ids.add(self.submission.submitter_id)
+        return ids
+
+    def assignment_of(self, user_id: int | None) -> m.Assignment | None:
+        for a in self.assignments:
+            if a.user_id == user_id:
+                return a
+        return None
+
+    def submitted_reviews(self) -> list[m.Review]:
+        return [r for r in self.reviews if r.submitted]
+
+    def stage2_for_authors(self) -> bool:
+        subs = self.submitted_reviews()
+        rated = sum(1 for r in subs if r.id in self.feedback)
+        return stage2_released(self.phase, len(subs), rated)
+
+
+def facts_for(viewer: Viewer, b: Bundle | None, phase: Phase | None = None, *,
+              review: m.Review | None = None) -> Facts:
+    """The authorisation facts of ``viewer`` on bundle ``b`` (or on the venue when None)."""
+    if b is None:
+        return Facts(phase=Phase(phase), venue_roles=viewer.venue_roles)
+    uid = viewer.user_id
+    a = b.assignment_of(uid)
+    own = next((r for r in b.reviews if r.reviewer_id == uid), None)
+    return Facts(
+        phase=b.phase,
+        venue_roles=viewer.venue_roles,
+        is_author=uid is not None and uid in b.author_user_ids(),
+        is_assigned_reviewer=a is not None and a.role == Role.REVIEWER,
+        is_assigned_ac=a is not None and a.role == Role.AC,
+        conflicted=(uid in b.conflict_user_ids) or (uid in b.author_user_ids()),
+        own_review_submitted=bool(own and own.submitted),
+        submission_active=b.submission.status == "active",
+        has_submission=True,
+        review_submitted=bool(review and review.submitted),
+        stage2_released=b.stage2_for_authors(),
+    )
+
+
+def can(viewer: Viewer, action: Action, b: Bundle | None, phase: Phase | None = None,
+        review: m.Review | None = None) -> bool:
+    """Whether ``viewer`` may do ``action`` (on bundle ``b``)."""
+    return allowed(action, facts_for(viewer, b, phase, review=review))
+
+
+def _pseudonyms(b: Bundle) -> dict[int, str]:
+    return {a.user_id: a.pseudonym for a in b.assignments if a.role == Role.REVIEWER}
+
+
+def _identity_visible(viewer: Viewer, f: Facts) -> bool:
+    """Reviewer identities: chairs and the paper's area chair only."""
+    return (viewer.is_chair and not f.conflicted) or f.is_assigned_ac
+
+
+def review_view(viewer: Viewer, b: Bundle, review: m.Review, f: Facts) -> dict | None:
+    """What ``viewer`` may see of one review (None: nothing at all)."""
+    label = _pseudonyms(b).get(review.reviewer_id, "Reviewer")
+    full = {"id": review.id, "reviewer": label, "submitted": review.submitted,
+            **{k: getattr(review, k) for k in STAGE1_FIELDS + STAGE2_FIELDS}}
+    staff = (viewer.is_chair and not f.conflicted) or f.is_assigned_ac
+    own = review.reviewer_id == viewer.user_id
+    if not review.submitted and not own:
+        return None  # drafts are private to their writer
+    if staff or own or (f.is_assigned_reviewer and f.own_review_submitted and review.submitted):
+        out = dict(full)
+        if _identity_visible(viewer, f):
+            u = b.users.get(review.reviewer_id)
+            out["reviewer_name"] = u.name if u else ""
+            out["reviewer_email"] = u.email if u else ""
+        if allowed(Action.VIEW_RATINGS, f):
+            fb = b.feedback.get(review.id)
+            out["feedback"] = _feedback_dict(fb) if fb else None
+        reb = b.rebuttals.get(review.id)
+        out["rebuttal"] = reb.text if reb else None
+        return out
+    if f.is_author:
+        if not (review.submitted and stage1_released(b.phase)):
+            return None
+        out = {"id": review.id, "reviewer": label, "submitted": True,
+               **{k: getattr(review, k) for k in STAGE1_FIELDS}}
+        out["rated"] = review.id in b.feedback
+        out["stage2_released"] = b.stage2_for_authors()
+        if out["stage2_released"]:
+            out.update({k: getattr(review, k) for k in STAGE2_FIELDS})
+        reb = b.rebuttals.get(review.id)
+        out["rebuttal"] = reb.text if reb else None
+        return out
+    return None
+
+
+def _feedback_dict(fb: m.Feedback) -> dict:
+    return {"comprehension": fb.comprehension, "constructiveness": fb.constructiveness,
+            "llm_suspected": fb.llm_suspected, "llm_comment": fb.llm_comment}
+
+
+def _poster_label(b: Bundle, user_id: int) -> str:
+    a = b.assignment_of(user_id)
+    if a is not None and a.role == Role.REVIEWER:
+        return a.pseudonym
+    if a is not None and a.role == Role.AC:
+        return "Area Chair"
+    return "Program Chair"
+
+
+def submission_view(viewer: Viewer, b: Bundle) -> dict | None:
+    """Everything ``viewer`` may see about one submission (None: no access at all)."""
+    f = facts_for(viewer, b)
+    if not allowed(Action.VIEW_SUBMISSION, f):
+        return None
+    s = b.submission
+    out: dict = {
+        "id": s.id, "number": s.number, "venue": b.venue.slug, "title": s.title,
+        "abstract": s.abstract, "keywords": s.keywords, "status": s.status,
+        "has_pdf": bool(s.pdf_path) and allowed(Action.DOWNLOAD_PDF, f),
+        "my_roles": _my_roles(viewer, f),
+    }
+    if allowed(Action.VIEW_AUTHORS, f):
+        out["authors"] = [{"name": a.name, "email": a.email, "affiliation": a.affiliation}
+                          for a in b.authors]
+    chair = viewer.is_chair and not f.conflicted
+    if chair:
+        out["declared_conflicts"] = s.declared_conflicts
+        out["conflicts"] = sorted(
+            (b.users[u].name if u in b.users else str(u)) for u in b.conflict_user_ids)
+        out["bids"] = {(b.users[u].name if u in b.users else str(u)): v
+                       for u, v in b.bids.items()}
+    if chair or f.is_assigned_ac:
+        out["assignments"] = [
+            {"user_id": a.user_id, "role": a.role, "pseudonym": a.pseudonym,
+             "name": b.users[a.user_id].name if a.user_id in b.users else ""}
+            for a in b.assignments]
+    if f.is_assigned_reviewer:
+        me = b.assignment_of(viewer.user_id)
+        out["my_pseudonym"] = me.pseudonym if me else None
+    reviews = [review_view(viewer, b, r, f) for r in b.reviews]
+    out["reviews"] = [r for r in reviews if r is not None]
+    if f.is_author:
+        out["stage1_released"] = stage1_released(b.phase)
+        out["stage2_released"] = b.stage2_for_authors()
+    if allowed(Action.VIEW_DISCUSSION, f):
+        out["discussion"] = [
+            {"author": _poster_label(b, p.user_id)
+             + (f" ({b.users[p.user_id].name})" if chair and p.user_id in b.users else ""),
+             "text": p.text, "at": p.created_at.isoformat()} for p in b.posts]
+    released = at_least(b.phase, Phase.NOTIFICATION)
+    staff = chair or f.is_assigned_ac
+    if b.meta_review and (staff or released):
+        out["meta_review"] = {"text": b.meta_review.text,
+                              "recommendation": b.meta_review.recommendation}
+    if b.decision and (chair or released):
+        out["decision"] = b.decision.outcome
+    return out
+
+
+def _my_roles(viewer: Viewer, f: Facts) -> list[str]:
+    roles = []
+    if f.is_author:
+        roles.append("author")
+    if f.is_assigned_reviewer:
+        roles.append("reviewer")
+    if f.is_assigned_ac:
+        roles.append("area chair")
+    if viewer.is_chair and not f.conflicted:
+        roles.append("program chair")
+    return roles
+
+
+def listing_item(view: dict) -> dict:
+    """The short form of a submission view used in lists (derived from the full view)."""
+    keys = ("id", "number", "title", "status", "my_roles", "decision", "authors", "keywords")
+    item = {k: view[k] for k in keys if k in view}
+    item["n_reviews_visible"] = len(view.get("reviews", []))
+    return item
+
+
+def venue_view(viewer: Viewer, venue: m.Venue) -> dict:
+    """Public facts of a venue (same for every viewer, plus the viewer's roles)."""
+    try:
+        timeline = json.loads(venue.timeline or "{}")
+    except ValueError:
+        timeline = {}
+    return {"id": venue.id, "slug": venue.slug, "name": venue.name, "phase": venue.phase,
+            "phase_label": PHASE_LABELS[Phase(venue.phase)],
+            "bidding_enabled": venue.bidding_enabled,
+            "reviews_per_paper": venue.reviews_per_paper, "timeline": timeline,
+            "my_roles": sorted(r.value for r in viewer.venue_roles)}
+
+
+def feedback_summary(viewer: Viewer, phase: Phase, ratings: Iterable[m.Feedback]) -> dict:
+    """A reviewer's own aggregate: shown after notification over >= 3 ratings, else withheld."""
+    rows = list(ratings)
+    n = len(rows)
+    if not feedback_aggregate_visible(phase, n, MIN_RATINGS_FOR_AGGREGATE):
+        reason = ("feedback is shown after notification" if not at_least(phase,
+                  Phase.NOTIFICATION) else
+                  f"fewer than {MIN_RATINGS_FOR_AGGREGATE} ratings; withheld to protect raters")
+        return {"available": False, "reason": reason}
+    return {"available": True, "n_ratings": n,
+            "mean_comprehension": round(fmean(r.comprehension for r in rows), 2),
+            "mean_constructiveness": round(fmean(r.constructiveness for r in rows), 2),
+            "n_llm_flags": sum(1 for r in rows if r.llm_suspected)}
+
+
+def ratings_table(viewer: Viewer, bundles: Iterable[Bundle]) -> list[dict]:
+    """Individual ratings for program chairs (skipping papers they are conflicted with)."""
+    out = []
+    for b in bundles:
+        f = facts_for(viewer, b)
+        if not allowed(Action.VIEW_RATINGS, f):
+            continue
+        pseud = _pseudonyms(b)
+        for r in b.reviews:
+            fb = b.feedback.get(r.id)
+            if fb is None:
+                continue
+            u = b.users.get(r.reviewer_id)
+            out.append({"submission": b.submission.number, "review_id": r.id,
+                        "reviewer": pseud.get(r.reviewer_id, ""),
+                        "reviewer_name": u.name if u else "", **_feedback_dict(fb)})
+    return out

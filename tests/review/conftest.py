@@ -1,0 +1,125 @@
+"""Fixtures for the review platform: every database test runs on SQLite and on PostgreSQL.
+
+PostgreSQL comes from ``ICML25_TEST_PG_URL`` (default: the local server on 127.0.0.1:5432,
+database ``test``, user ``postgres``). A fresh database is created for the test session and
+dropped afterwards. If the server is unreachable the PostgreSQL variants are skipped, unless
+``ICML25_REQUIRE_PG=1`` (then they fail).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("sqlalchemy")
+
+from review_helpers import fast_settings  # noqa: E402
+from sqlalchemy import text  # noqa: E402
+
+from icml25.review.db import Settings, make_engine, make_sessionmaker  # noqa: E402
+from icml25.review.models import Base  # noqa: E402
+
+PG_ADMIN_URL = os.environ.get("ICML25_TEST_PG_URL",
+                              "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def _pg_unavailable(exc: Exception) -> None:
+    if os.environ.get("ICML25_REQUIRE_PG") == "1":
+        pytest.fail(f"PostgreSQL required but unreachable at {PG_ADMIN_URL}: {exc}")
+    pytest.skip(f"PostgreSQL unreachable at {PG_ADMIN_URL}: {exc}")
+
+
+class PgServer:
+    """Creates throw-away databases on the test server (dropped at session end)."""
+
+    def __init__(self) -> None:
+        self.admin = make_engine(PG_ADMIN_URL).execution_options(isolation_level="AUTOCOMMIT")
+        self.created: list[str] = []
+        self.error: Exception | None = None
+        try:
+            with self.admin.connect() as c:
+                c.execute(text("select 1"))
+        except Exception as exc:  # noqa: BLE001 - any connection failure means "no server"
+            self.error = exc
+
+    def new_database(self, tag: str) -> str:
+        if self.error:
+            _pg_unavailable(self.error)
+        name = f"icml25_review_{tag}_{uuid.uuid4().hex[:10]}"
+        with self.admin.connect() as c:
+            c.execute(text(f'CREATE DATABASE "{name}"'))
+            # throw-away test data: no need to wait for WAL flushes on every commit
+            c.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
+        self.created.append(name)
+        return re.sub(r"/[^/]*$", f"/{name}", PG_ADMIN_URL)
+
+    def close(self) -> None:
+        with self.admin.connect() as c:
+            for name in self.created:
+                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        self.admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    server = PgServer()
+    yield server
+    if not server.error:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def pg_engine(pg_server):
+    """One fresh PostgreSQL database (schema from the models) for the whole session."""
+    engine = make_engine(pg_server.new_database("s"))
+    Base.metadata.create_all(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def engine(backend, tmp_path, request):
+    """A clean database on the requested backend."""
+    if backend == "sqlite":
+        eng = make_engine(f"sqlite:///{tmp_path / 'review.sqlite3'}")
+        Base.metadata.create_all(eng)
+        yield eng
+        eng.dispose()
+        return
+    eng = request.getfixturevalue("pg_engine")
+    names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    with eng.begin() as c:
+        c.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+    yield eng
+
+
+@pytest.fixture
+def settings(engine, tmp_path) -> Settings:
+    return fast_settings(engine.url.render_as_string(hide_password=False), tmp_path)
+
+
+@pytest.fixture
+def db(engine):
+    session = make_sessionmaker(engine)()
+    yield session
+    session.close()
+
+
+@pytest.fixture
+def client(settings, engine):
+    from fastapi.testclient import TestClient
+
+    from icml25.review.web import create_app
+
+    with TestClient(create_app(settings, engine)) as c:
+        yield c

@@ -1,0 +1,28 @@
+"""Helpers shared by the review tests (a uniquely named module, importable from test files)."""
+
+from __future__ import annotations
+
+import re
+
+from icml25.review.db import Settings
+
+
+def fast_settings(url: str, tmp_path) -> Settings:
+    """Settings with a cheap argon2 cost (tests only)."""
+    return Settings(database_url=url, upload_dir=tmp_path / "uploads", argon2_time_cost=1,
+                    argon2_memory_kib=8192)
+
+
+def csrf_of(html: str) -> str:
+    """The CSRF token embedded in a page."""
+    found = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert found, "page has no CSRF token"
+    return found.group(1)
+
+
+def web_login(client, email: str, password: str) -> None:
+    """Log a TestClient in through the real login form."""
+    page = client.get("/login")
+    r = client.post("/login", data={"email": email, "password": password,
+                                    "csrf_token": csrf_of(page.text)}, follow_redirects=False)
+    assert r.status_code == 303, r.text

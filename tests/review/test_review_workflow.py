@@ -1,0 +1,227 @@
+"""The pure process state machine: every allowed and refused transition, the release rules,
+the authorisation rules per role x action x phase, and the optimal assignment solver."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from icml25.review.assignment import AssignmentError, auto_assign
+from icml25.review.workflow import (
+    PHASE_ORDER,
+    Action,
+    Facts,
+    Phase,
+    PhaseFacts,
+    Role,
+    TransitionError,
+    allowed,
+    check_transition,
+    feedback_aggregate_visible,
+    next_phase,
+    pseudonym,
+    stage1_released,
+    stage2_released,
+)
+
+P = Phase
+CHAIN = [P.SUBMISSION, P.BIDDING, P.ASSIGNMENT, P.REVIEWING, P.FEEDBACK, P.REBUTTAL,
+         P.DISCUSSION, P.META_REVIEW, P.DECISION, P.NOTIFICATION]
+OK_FACTS = PhaseFacts(bidding_enabled=True, n_active_submissions=3)
+
+
+def test_phase_order_is_the_papers_process():
+    assert list(PHASE_ORDER) == CHAIN
+
+
+@pytest.mark.parametrize("bidding", [True, False])
+def test_every_transition_pair(bidding):
+    facts = PhaseFacts(bidding_enabled=bidding, n_active_submissions=3)
+    chain = CHAIN if bidding else [p for p in CHAIN if p is not P.BIDDING]
+    allowed_pairs = set(zip(chain, chain[1:], strict=False))
+    if not bidding:
+        # a venue already in bidding when bidding is switched off may still move on
+        allowed_pairs.add((P.BIDDING, P.ASSIGNMENT))
+    n_ok = 0
+    for a, b in itertools.product(CHAIN, CHAIN):
+        if (a, b) in allowed_pairs:
+            check_transition(a, b, facts)
+            n_ok += 1
+        else:
+            with pytest.raises(TransitionError):
+                check_transition(a, b, facts)
+    assert n_ok == len(allowed_pairs) == len(CHAIN) - 1
+    if not bidding:
+        with pytest.raises(TransitionError):
+            check_transition(P.SUBMISSION, P.BIDDING, facts)
+
+
+def test_last_phase_has_no_successor():
+    assert next_phase(P.NOTIFICATION) is None
+    with pytest.raises(TransitionError, match="last phase"):
+        check_transition(P.NOTIFICATION, P.SUBMISSION, OK_FACTS)
+
+
+def test_guards_refuse_with_reasons_and_force_only_covers_missing_reviews():
+    with pytest.raises(TransitionError, match="no reviewer"):
+        check_transition(P.ASSIGNMENT, P.REVIEWING, PhaseFacts(n_unassigned_submissions=1))
+    with pytest.raises(TransitionError, match="not submitted"):
+        check_transition(P.REVIEWING, P.FEEDBACK, PhaseFacts(n_missing_reviews=2))
+    check_transition(P.REVIEWING, P.FEEDBACK, PhaseFacts(n_missing_reviews=2), force=True)
+    with pytest.raises(TransitionError, match="no decision"):
+        check_transition(P.DECISION, P.NOTIFICATION, PhaseFacts(n_undecided_submissions=1),
+                         force=True)
+    # the guards do not bite on other transitions
+    check_transition(P.SUBMISSION, P.BIDDING, PhaseFacts(n_unassigned_submissions=5,
+                                                         n_missing_reviews=5,
+                                                         n_undecided_submissions=5))
+
+
+def test_two_stage_release_rules():
+    before = [p for p in CHAIN if CHAIN.index(p) < CHAIN.index(P.FEEDBACK)]
+    for p in before:
+        assert not stage1_released(p)
+        assert not stage2_released(p, 3, 3)  # even if "rated", nothing before feedback
+    assert stage1_released(P.FEEDBACK)
+    assert not stage2_released(P.FEEDBACK, 3, 0)
+    assert not stage2_released(P.FEEDBACK, 3, 2)
+    assert stage2_released(P.FEEDBACK, 3, 3)
+    assert not stage2_released(P.FEEDBACK, 0, 0)  # no reviews: nothing to release
+    for p in CHAIN[CHAIN.index(P.REBUTTAL):]:
+        assert stage2_released(p, 3, 0)  # released for everyone at the feedback deadline
+
+
+def test_feedback_aggregate_needs_notification_and_three_ratings():
+    for p in CHAIN:
+        for n in range(6):
+            assert feedback_aggregate_visible(p, n) == (p is P.NOTIFICATION and n >= 3)
+
+
+def test_pseudonyms():
+    assert [pseudonym(i) for i in (0, 1, 2, 25, 26, 27)] == [
+        "Reviewer A", "Reviewer B", "Reviewer C", "Reviewer Z", "Reviewer AA", "Reviewer AB"]
+
+
+# --- authorisation: an independent statement of the rules, checked for every combination ---
+PERSONAS = {
+    "chair": dict(venue_roles=frozenset({Role.CHAIR})),
+    "chair_conflicted": dict(venue_roles=frozenset({Role.CHAIR}), conflicted=True),
+    "ac_assigned": dict(venue_roles=frozenset({Role.AC}), is_assigned_ac=True),
+    "ac_other": dict(venue_roles=frozenset({Role.AC})),
+    "reviewer_assigned": dict(venue_roles=frozenset({Role.REVIEWER}),
+                              is_assigned_reviewer=True, own_review_submitted=True),
+    "reviewer_assigned_nodone": dict(venue_roles=frozenset({Role.REVIEWER}),
+                                     is_assigned_reviewer=True),
+    "reviewer_other": dict(venue_roles=frozenset({Role.REVIEWER})),
+    "reviewer_conflicted": dict(venue_roles=frozenset({Role.REVIEWER}), conflicted=True),
+    "author": dict(is_author=True, conflicted=True),
+    "outsider": dict(),
+}
+
+STAFF = {"chair", "ac_assigned", "reviewer_assigned", "reviewer_assigned_nodone", "author"}
+
+
+def expected(persona: str, action: Action, phase: Phase) -> bool:
+    """The rules as the issue states them (written independently of workflow.py)."""
+    i = CHAIN.index(phase)
+    if action is Action.SUBMIT:
+        return phase is P.SUBMISSION
+    if action in (Action.EDIT_SUBMISSION,):
+        return persona == "author" and phase is P.SUBMISSION
+    if action is Action.WITHDRAW:
+        return persona == "author" and i < CHAIN.index(P.DECISION)
+    if action is Action.VIEW_SUBMISSION:
+        if persona in STAFF:
+            return True
+        return persona in ("ac_other", "reviewer_other") and phase is P.BIDDING
+    if action is Action.VIEW_AUTHORS:
+        return persona in ("chair", "author")
+    if action is Action.DOWNLOAD_PDF:
+        return persona in STAFF
+    if action is Action.BID:
+        return persona in ("ac_assigned", "ac_other", "reviewer_assigned",
+                           "reviewer_assigned_nodone", "reviewer_other") and phase is P.BIDDING
+    if action is Action.ASSIGN:
+        return persona == "chair" and phase in (P.BIDDING, P.ASSIGNMENT, P.REVIEWING)
+    if action is Action.WRITE_REVIEW:
+        return persona.startswith("reviewer_assigned") and phase is P.REVIEWING
+    if action is Action.GIVE_FEEDBACK:
+        return persona == "author" and phase is P.FEEDBACK
+    if action is Action.VIEW_RATINGS:
+        return persona == "chair"
+    if action is Action.WRITE_REBUTTAL:
+        return persona == "author" and phase is P.REBUTTAL
+    if action is Action.VIEW_DISCUSSION:
+        return persona in ("chair", "ac_assigned", "reviewer_assigned")
+    if action is Action.POST_DISCUSSION:
+        return persona in ("chair", "ac_assigned", "reviewer_assigned") and \
+            phase is P.DISCUSSION
+    if action is Action.WRITE_METAREVIEW:
+        return persona == "ac_assigned" and phase is P.META_REVIEW
+    if action is Action.DECIDE:
+        return persona == "chair" and phase is P.DECISION
+    if action in (Action.ADVANCE_PHASE, Action.MANAGE_MEMBERS, Action.VIEW_ADMIN):
+        return persona in ("chair", "chair_conflicted")
+    raise AssertionError(action)
+
+
+def test_authorisation_matrix_every_persona_action_phase():
+    checked = 0
+    for persona, kw in PERSONAS.items():
+        for action in Action:
+            for phase in CHAIN:
+                f = Facts(phase=phase, has_submission=True, review_submitted=True, **kw)
+                assert allowed(action, f) == expected(persona, action, phase), (
+                    persona, action.value, phase.value)
+                checked += 1
+    assert checked == len(PERSONAS) * len(Action) * len(CHAIN)
+
+
+def test_feedback_refused_once_stage2_released_and_for_unsubmitted_reviews():
+    f = Facts(phase=P.FEEDBACK, is_author=True, review_submitted=True)
+    assert allowed(Action.GIVE_FEEDBACK, f)
+    assert not allowed(Action.GIVE_FEEDBACK, Facts(phase=P.FEEDBACK, is_author=True,
+                                                   review_submitted=True, stage2_released=True))
+    assert not allowed(Action.GIVE_FEEDBACK, Facts(phase=P.FEEDBACK, is_author=True))
+    assert not allowed(Action.WRITE_REVIEW, Facts(phase=P.REVIEWING, is_assigned_reviewer=True,
+                                                  submission_active=False))
+
+
+# --- assignment solver ---
+def _brute_force(aff, conf, k, load):
+    n_p, n_r = aff.shape
+    best = -np.inf
+    options = [list(itertools.combinations([r for r in range(n_r) if not conf[p, r]],
+                                           min(k, int((~conf[p]).sum())))) for p in range(n_p)]
+    for choice in itertools.product(*options):
+        loads = np.zeros(n_r, int)
+        for rs in choice:
+            loads[list(rs)] += 1
+        if (loads > load).any():
+            continue
+        best = max(best, sum(aff[p, list(rs)].sum() for p, rs in enumerate(choice)))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_auto_assign_is_optimal_and_respects_constraints(seed):
+    rng = np.random.default_rng(seed)
+    n_p, n_r, k, load = 4, 5, 2, 2
+    aff = rng.normal(size=(n_p, n_r))
+    conf = rng.random((n_p, n_r)) < 0.2
+    x = auto_assign(n_p, n_r, aff, conf, k, load)
+    assert not (x & conf).any()
+    assert (x.sum(axis=0) <= load).all()
+    assert (x.sum(axis=1) == np.minimum(k, (~conf).sum(axis=1))).all()
+    assert aff[x].sum() == pytest.approx(_brute_force(aff, conf, k, load), abs=1e-9)
+
+
+def test_auto_assign_keeps_existing_and_reports_infeasible():
+    aff = np.zeros((2, 3))
+    existing = np.array([[True, False, False], [False, False, False]])
+    x = auto_assign(2, 3, aff, np.zeros((2, 3), bool), 2, 2, existing)
+    assert x[0, 0] and x.sum() == 4
+    with pytest.raises(AssignmentError, match="reviews needed"):
+        auto_assign(3, 2, np.zeros((3, 2)), np.zeros((3, 2), bool), 2, 1)
