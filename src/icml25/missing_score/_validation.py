@@ -1,0 +1,42 @@
+"""One gate for user data with missing entries: dtype, shape, all-NaN columns, empty rows."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.utils import check_array
+
+__all__ = ["check_missing_array"]
+
+
+def check_missing_array(X, *, min_rows: int = 2, name: str = "X"):
+    """Validate a 2-D numeric array where NaN marks a missing entry.
+
+    Returns (X float64 copy with empty rows removed, observed bool mask, kept row indices).
+    Raises TypeError for non-numeric input, ValueError for wrong shapes, infinities, all-NaN
+    columns or too few rows; rows with nothing observed are dropped with a warning.
+    """
+    if getattr(X, "dtype", None) is not None and np.dtype(X.dtype).kind in "OUS":
+        try:
+            X = np.asarray(X).astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be numeric (NaN marks a missing value); got dtype "
+                            f"{X.dtype} with non-numeric entries: {exc}") from exc
+    # sklearn's gate: sparse, complex, empty, infinite and wrong-rank input get its messages
+    arr = check_array(X, dtype=np.float64, ensure_all_finite="allow-nan", input_name=name,
+                      ensure_min_samples=1, copy=True)
+    obs = ~np.isnan(arr)
+    empty_cols = np.flatnonzero(~obs.any(0))
+    if empty_cols.size:
+        raise ValueError(f"{name} has column(s) with no observed value: {empty_cols.tolist()}; "
+                         "drop them before fitting")
+    keep = np.flatnonzero(obs.any(1))
+    if keep.size < arr.shape[0]:
+        warnings.warn(f"{arr.shape[0] - keep.size} row(s) of {name} have no observed value and "
+                      "were dropped", UserWarning, stacklevel=3)
+        arr, obs = arr[keep], obs[keep]
+    if arr.shape[0] < min_rows:
+        raise ValueError(f"{name} has {arr.shape[0]} sample(s) with an observed value "
+                         f"(shape={arr.shape}); at least {min_rows} are required")
+    return arr, obs, keep

@@ -1,0 +1,64 @@
+"""``icml25 missing-score graph`` end to end on a generated CSV."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from icml25.missing_score.cli import app  # noqa: E402
+from icml25.missing_score.io import read_csv_with_missing  # noqa: E402
+
+
+def _write_chain_csv(path, n=800, seed=0):
+    rng = np.random.default_rng(seed)
+    P = np.eye(4) + np.diag([0.45] * 3, 1) + np.diag([0.45] * 3, -1)
+    X = rng.multivariate_normal(np.zeros(4), np.linalg.inv(P), size=n)
+    M = rng.random(X.shape) < 0.25
+    lines = ["a,b,c,d"]
+    for row, m in zip(X, M, strict=True):
+        cells = ["" if mi and k % 2 else ("NaN" if mi else f"{v:.5f}")
+                 for k, (v, mi) in enumerate(zip(row, m, strict=True))]
+        lines.append(",".join(cells))
+    path.write_text("\n".join(lines) + "\n")
+    return M
+
+
+def test_read_csv_treats_empty_and_nan_cells_as_missing(tmp_path):
+    f = tmp_path / "x.csv"
+    M = _write_chain_csv(f, n=50)
+    X, names = read_csv_with_missing(f)
+    assert names == ["a", "b", "c", "d"]
+    assert np.array_equal(np.isnan(X), M)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n3,oops\n")
+    with pytest.raises(ValueError, match="line 3, column 2: 'oops' is not a number"):
+        read_csv_with_missing(bad)
+
+
+def test_graph_json_lists_the_chain_edges_first(tmp_path):
+    f = tmp_path / "data.csv"
+    _write_chain_csv(f)
+    res = CliRunner().invoke(app, ["graph", str(f), "--json", "--n-alphas", "10"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    top3 = {frozenset((e["source"], e["target"])) for e in out["edges"][:3]}
+    assert top3 == {frozenset("ab"), frozenset("bc"), frozenset("cd")}
+    assert all(np.isfinite(e["score"]) for e in out["edges"])
+    assert (tmp_path / "data_graph.png").stat().st_size > 1000
+
+
+def test_graph_table_and_clear_errors(tmp_path):
+    f = tmp_path / "data.csv"
+    _write_chain_csv(f, n=300)
+    res = CliRunner().invoke(app, ["graph", str(f), "--no-figure", "--n-alphas", "5"])
+    assert res.exit_code == 0 and "edge(s)" in res.output
+    res = CliRunner().invoke(app, ["graph", str(tmp_path / "nope.csv")])
+    assert res.exit_code == 2 and "no such file" in res.output
+    empty_col = tmp_path / "e.csv"
+    empty_col.write_text("a,b\n1,\n2,\n3,\n")
+    res = CliRunner().invoke(app, ["graph", str(empty_col), "--no-figure"])
+    assert res.exit_code == 2 and "no observed value" in res.output
