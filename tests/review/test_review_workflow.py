@@ -164,6 +164,13 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
         return persona == "chair" and phase is P.DECISION
     if action in (Action.ADVANCE_PHASE, Action.MANAGE_MEMBERS, Action.VIEW_ADMIN):
         return persona in ("chair", "chair_conflicted")
+    # issue 10 (rewards): AC rating of a submitted review from feedback until decision;
+    # badges are awarded once, at notification
+    if action is Action.RATE_REVIEW:
+        return persona in ("chair", "ac_assigned") and \
+            CHAIN.index(P.FEEDBACK) <= i <= CHAIN.index(P.DECISION)
+    if action is Action.CLOSE_VENUE:
+        return persona in ("chair", "chair_conflicted") and phase is P.NOTIFICATION
     raise AssertionError(action)
 
 

@@ -1,10 +1,21 @@
 """A conference review platform built on two-stage author feedback (Kim, Lee & Lee, ICML 2025).
 
 Pure parts import nothing heavy: :mod:`~icml25.review.workflow` (the process state machine and
-authorisation rules) and :mod:`~icml25.review.assignment`. The platform itself (models, service,
+authorisation rules), :mod:`~icml25.review.assignment`, :mod:`~icml25.review.matching` (optimal
+assignment at scale), :mod:`~icml25.review.affinity` (TF-IDF), :mod:`~icml25.review.rewards`
+(quality score, badges, impact), :mod:`~icml25.review.credentials` (Ed25519) and
+:mod:`~icml25.review.simulation`. The platform itself (models, service,
 web app) needs the ``review`` extra: ``pip install 'icml25[review]'``.
 """
 
+from icml25.review.credentials import CredentialError
+from icml25.review.credentials import sign as sign_credential
+from icml25.review.credentials import verify as verify_credential
+from icml25.review.matching import AssignmentError
+from icml25.review.matching import Problem as AssignmentProblem
+from icml25.review.matching import quality as assignment_quality
+from icml25.review.matching import solve as solve_assignment
+from icml25.review.rewards import award_badges, impact_scores, quality_score
 from icml25.review.workflow import (
     PHASE_ORDER,
     Action,
@@ -25,6 +36,16 @@ from icml25.review.workflow import (
 __all__ = [
     "PHASE_ORDER",
     "Action",
+    "AssignmentError",
+    "AssignmentProblem",
+    "CredentialError",
+    "assignment_quality",
+    "award_badges",
+    "impact_scores",
+    "quality_score",
+    "sign_credential",
+    "solve_assignment",
+    "verify_credential",
     "Facts",
     "NotAllowed",
     "Phase",

@@ -163,6 +163,72 @@ def send_mail(database_url: str | None = DB_OPT) -> None:
     typer.echo(f"sent {n} e-mail(s)" if s.smtp_host else "ICML25_SMTP_HOST is not set")
 
 
+@app.command()
+def verify(credential: Path = typer.Argument(..., exists=True, dir_okay=False,
+                                            help="a badge credential (JSON)"),
+           public_key: str | None = typer.Option(None, "--public-key", help="the venue's "
+                                                 "published Ed25519 key (hex); without it the "
+                                                 "key is looked up in the database"),
+           database_url: str | None = DB_OPT) -> None:
+    """Verify a badge credential; exit status 1 when it does not verify."""
+    from icml25.core import require_extra
+
+    require_extra("cryptography", "review")
+    from icml25.review.credentials import CredentialError
+    from icml25.review.credentials import verify as check
+
+    text = credential.read_text()
+    if public_key:
+        try:
+            ok = check(text, public_key.strip())
+        except CredentialError as exc:
+            typer.echo(f"INVALID: {exc}")
+            raise typer.Exit(1) from None
+        c = ok.claims
+        typer.echo(f"valid: {c.get('badge')} for {c.get('reviewer', {}).get('name')} at "
+                   f"{c.get('venue', {}).get('slug')} (key {ok.key_id})")
+        return
+    from icml25.review.service import ReviewService
+
+    s = _settings(database_url)
+    res = ReviewService(_session(s), s).verify_credential(text)
+    if not res["valid"]:
+        typer.echo(f"INVALID: {res['reason']}")
+        raise typer.Exit(1)
+    typer.echo(f"valid: {res['badge']} for {res['reviewer'].get('name')} at {res['venue']} "
+               f"(key {res['key_id']})")
+
+
+@app.command("public-key")
+def public_key_cmd(venue: str, database_url: str | None = DB_OPT) -> None:
+    """Print a venue's credential verification key (Ed25519, hex)."""
+    from icml25.review.service import NotFound, ReviewService
+
+    s = _settings(database_url)
+    svc = ReviewService(_session(s), s)
+    try:
+        typer.echo(json.dumps(svc.venue_public_key(svc.venue(venue)), indent=2))
+    except NotFound as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+@app.command()
+def simulate(n_papers: int = typer.Option(600, "--papers"),
+             n_reviewers: int = typer.Option(300, "--reviewers"),
+             seed: int = typer.Option(0, "--seed"),
+             out: Path | None = typer.Option(None, "--out", help="write the JSON here")) -> None:
+    """Simulated conference: two-stage vs one-stage author feedback (pure, seconds)."""
+    from icml25.review.simulation import SimConfig, run
+
+    res = run(SimConfig(n_papers=n_papers, n_reviewers=n_reviewers), seed=seed)
+    text = json.dumps(res, indent=2)
+    if out:
+        out.write_text(text)
+        typer.echo(f"wrote {out}")
+    else:
+        typer.echo(text)
+
+
 def _redact(url: str) -> str:
     if "@" in url and "://" in url:
         scheme, rest = url.split("://", 1)

@@ -151,3 +151,81 @@ def outcome_bias(ctx: RunContext) -> Outcome:
                "visible score. The bias strength is assumed, not taken from the paper.",
                "Ratings are entered through the service layer; visibility is whatever the "
                "platform returned to the author at that moment."])
+
+
+@experiment("review-simulated-conference",
+            paper="Kim, Lee & Lee (ICML 2025), Position: The AI Conference Peer Review Crisis "
+                  "Demands Author Feedback and Reviewer Rewards",
+            reproduces="Sec. 3-4 claims: two-stage ratings track review quality, not the score; "
+                       "rewards go to good reviewers",
+            published={"score coefficient in author ratings, two-stage": "0 (claim)",
+                       "score coefficient in author ratings, one-stage": "> 0 (claim)"},
+            quick={"n_papers": 600, "n_reviewers": 300, "seeds": [0, 1, 2]},
+            full={"n_papers": 3000, "n_reviewers": 1500, "seeds": [0, 1, 2, 3, 4]})
+def simulated_conference(ctx: RunContext) -> Outcome:
+    """Reviewer kinds (diligent, careless, LLM, harsh), outcome-biased authors, two-stage vs
+    one-stage; correlations, badge precision and LLM-flag detection across seeds."""
+    from icml25.review.simulation import SimConfig, run
+
+    s = ctx.settings
+    cfg = SimConfig(n_papers=s["n_papers"], n_reviewers=s["n_reviewers"])
+    runs = [run(cfg, seed=ctx.seed * 1000 + sd) for sd in s["seeds"]]
+    keys = ["corr_rating_quality", "corr_rating_score", "fit_score_coef",
+            "badge_precision_top10_diligent", "badge_precision_top30_diligent",
+            "corr_quality_score_latent", "harsh_share_of_top30"]
+    agg = {p: {k: float(np.mean([r[p][k] for r in runs])) for k in keys}
+           for p in ("two_stage", "one_stage")}
+    det = float(np.mean([r["llm_detection_rate"] for r in runs]))
+    fpr = float(np.mean([r["false_flag_rate"] for r in runs]))
+    holds = all(abs(r["two_stage"]["fit_score_coef"]) < 3 * r["two_stage"]["fit_score_se"]
+                and r["one_stage"]["fit_score_coef"] > 3 * r["one_stage"]["fit_score_se"]
+                and r["two_stage"]["corr_rating_quality"] > r["one_stage"]["corr_rating_quality"]
+                for r in runs)
+    fig, axes = new_figure(ncols=2, size=(10, 3.8))
+    labels = ["corr(rating, quality)", "corr(rating, score)", "corr(Q, latent quality)"]
+    ks = ["corr_rating_quality", "corr_rating_score", "corr_quality_score_latent"]
+    x = np.arange(len(ks))
+    for off, p in ((-0.2, "two_stage"), (0.2, "one_stage")):
+        axes[0].bar(x + off, [agg[p][k] for k in ks], width=0.4, label=p.replace("_", "-"))
+    axes[0].set_xticks(x, labels, fontsize=8)
+    axes[0].axhline(0, color="k", lw=0.5)
+    axes[0].legend()
+    axes[0].set_title(f"mean over {len(runs)} seeds")
+    ks2 = ["badge_precision_top10_diligent", "badge_precision_top30_diligent",
+           "harsh_share_of_top30"]
+    for off, p in ((-0.2, "two_stage"), (0.2, "one_stage")):
+        axes[1].bar(np.arange(3) + off, [agg[p][k] for k in ks2], width=0.4,
+                    label=p.replace("_", "-"))
+    axes[1].set_xticks(np.arange(3), ["top-10 diligent", "top-30 diligent", "harsh in top-30"],
+                       fontsize=8)
+    axes[1].set_title("badges")
+    ctx.save_figure(fig, "two_vs_one_stage")
+    n = runs[0]["n_reviews"]
+    return Outcome(
+        comparisons=[
+            ctx.compare("score coefficient in author ratings, two-stage",
+                        round(agg["two_stage"]["fit_score_coef"], 4),
+                        scale=f"{len(runs)} seeds x {n} reviews"),
+            ctx.compare("score coefficient in author ratings, one-stage",
+                        round(agg["one_stage"]["fit_score_coef"], 4),
+                        scale=f"{len(runs)} seeds x {n} reviews",
+                        note="simulated outcome bias 1.0 per 2 score points"),
+            ctx.compare("corr(rating, review quality), two-stage vs one-stage",
+                        f"{agg['two_stage']['corr_rating_quality']:.2f} vs "
+                        f"{agg['one_stage']['corr_rating_quality']:.2f}", published="higher "
+                        "under two-stage (claim)"),
+            ctx.compare("top-10% badge precision for diligent reviewers (two / one stage)",
+                        f"{agg['two_stage']['badge_precision_top10_diligent']:.2f} / "
+                        f"{agg['one_stage']['badge_precision_top10_diligent']:.2f}",
+                        published="(none)"),
+            ctx.compare("LLM-review detection rate from author flags", round(det, 3),
+                        published="(none)", note=f"false-flag rate {fpr:.3f}"),
+        ],
+        data={"aggregate": agg, "llm_detection_rate": det, "false_flag_rate": fpr,
+              "qualitative_result_holds_every_seed": holds, "runs": runs},
+        notes=["All behaviour parameters are assumptions of the simulation "
+               "(icml25.review.simulation.DEFAULT_KINDS), not numbers from the paper.",
+               "Badge precision for diligent reviewers is not higher under two stages here: "
+               "the one-stage outcome bias mostly pushes harsh reviewers (low scores) out of the "
+               "badges. The rank agreement of the quality score with latent reviewer quality "
+               "is the cleaner measure and is higher under two stages."])

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from sqlalchemy import (
     Boolean,
     DateTime,
+    Float,
     ForeignKey,
     Integer,
     MetaData,
@@ -153,6 +154,8 @@ class Review(Base):
     confidence: Mapped[int | None] = mapped_column(Integer, nullable=True)
     submitted: Mapped[bool] = mapped_column(Boolean, default=False)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # when the review was first submitted (timeliness for rewards); added in revision 0002
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class Feedback(Base):
@@ -267,3 +270,75 @@ class LoginAttempt(Base):
     ip: Mapped[str] = mapped_column(String(64), index=True)
     success: Mapped[bool] = mapped_column(Boolean)
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+
+
+# ---------------------------------------------------------------- revision 0002: scale & rewards
+class ReviewerPaper(Base):
+    """A reviewer's past paper (title and abstract): the text their affinity is computed from."""
+
+    __tablename__ = "reviewer_papers"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = _fk("users.id")
+    title: Mapped[str] = mapped_column(String(300))
+    abstract: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PairConstraint(Base):
+    """A chair's pin (always assign) or forbid (never assign) of one (submission, reviewer)."""
+
+    __tablename__ = "pair_constraints"
+    __table_args__ = (UniqueConstraint("submission_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = _fk("submissions.id")
+    user_id: Mapped[int] = _fk("users.id")
+    kind: Mapped[str] = mapped_column(String(8))  # pin | forbid
+
+
+class ReviewRating(Base):
+    """The area chair's rating (1-5) of one review (never shown to authors)."""
+
+    __tablename__ = "review_ratings"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    review_id: Mapped[int] = mapped_column(
+        ForeignKey("reviews.id", ondelete="CASCADE"), unique=True)
+    rater_id: Mapped[int] = _fk("users.id")
+    rating: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class VenueKey(Base):
+    """The venue's Ed25519 key pair (raw hex) that signs badge credentials."""
+
+    __tablename__ = "venue_keys"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    venue_id: Mapped[int] = mapped_column(
+        ForeignKey("venues.id", ondelete="CASCADE"), unique=True)
+    public_key: Mapped[str] = mapped_column(String(64))
+    private_key: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Badge(Base):
+    """A badge awarded at venue close, with its signed credential (JSON text)."""
+
+    __tablename__ = "badges"
+    __table_args__ = (UniqueConstraint("venue_id", "user_id", "tier"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    venue_id: Mapped[int] = _fk("venues.id")
+    user_id: Mapped[int] = _fk("users.id")
+    tier: Mapped[str] = mapped_column(String(16))  # top-10 | top-30 | on-time
+    quality: Mapped[float] = mapped_column(Float)
+    credential: Mapped[str] = mapped_column(Text)
+    issued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PaperCitation(Base):
+    """A citation count for a submission, imported by a chair (CSV) for reviewer impact."""
+
+    __tablename__ = "paper_citations"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), unique=True)
+    count: Mapped[int] = mapped_column(Integer)
+    imported_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -923,9 +923,18 @@ class ReviewService:
                    else None)
         r.confidence = (_int(confidence, "confidence", 1, 5)
                         if (req or confidence not in (None, "")) else None)
+        if submit and not r.submitted:
+            r.submitted_at = _now()
         r.submitted = r.submitted or submit
         r.updated_at = _now()
-        self.db.flush()
+        try:
+            self.db.flush()
+        except IntegrityError:
+            # a concurrent first save of this review won the insert: update that row instead
+            self.db.rollback()
+            return self.save_review(sub_id, summary=summary, strengths=strengths,
+                                    questions=questions, weaknesses=weaknesses, score=score,
+                                    confidence=confidence, submit=submit)
         self._audit(b.venue.id, "review.submit" if submit else "review.draft",
                     f"review:{r.id}")
         self._commit()
@@ -953,7 +962,14 @@ class ReviewService:
         fb.constructiveness = _int(constructiveness, "constructiveness", 1, 5)
         fb.llm_suspected = bool(llm_suspected)
         fb.llm_comment = _text(llm_comment, "comment", required=False)
-        self.db.flush()
+        try:
+            self.db.flush()
+        except IntegrityError:
+            # a concurrent first rating of this review won the insert: update that row instead
+            self.db.rollback()
+            return self.give_feedback(review_id, comprehension=comprehension,
+                                      constructiveness=constructiveness,
+                                      llm_suspected=llm_suspected, llm_comment=llm_comment)
         self._audit(b.venue.id, "feedback", f"review:{r.id}")
         self._commit()
         return fb
@@ -1010,6 +1026,368 @@ class ReviewService:
         self._audit(b.venue.id, "decision", f"submission:{sub_id}", outcome=outcome)
         self._commit()
         return d
+
+    # ------------------------------------------------------------------ reviewer profiles
+    def add_reviewer_paper(self, title: str, abstract: str) -> m.ReviewerPaper:
+        """Add one of the actor's past papers (its text feeds the affinity of assignments)."""
+        user = self._require_login()
+        row = m.ReviewerPaper(user_id=user.id, title=_text(title, "title", "title"),
+                              abstract=_text(abstract, "abstract", "abstract"))
+        self.db.add(row)
+        self.db.flush()
+        self._audit(None, "profile.paper", f"user:{user.id}")
+        self._commit()
+        return row
+
+    # ------------------------------------------------------------------ assignment at scale
+    def set_pair_constraint(self, sub_id: int, user_id: int, kind: str) -> None:
+        """Pin (always assign), forbid (never assign) or clear ("none") one pair (chairs)."""
+        b = self.bundle(sub_id)
+        authorize(Action.ASSIGN, facts_for(self.viewer(b.venue), b))
+        if kind not in ("pin", "forbid", "none"):
+            raise ServiceError("kind is pin, forbid or none")
+        user_id = int(user_id)
+        if kind == "pin" and (user_id in b.conflict_user_ids or user_id in b.author_user_ids()):
+            raise ServiceError("a conflicted reviewer cannot be pinned")
+        row = self.db.scalar(select(m.PairConstraint).where(
+            m.PairConstraint.submission_id == sub_id, m.PairConstraint.user_id == user_id))
+        if kind == "none":
+            if row is not None:
+                self.db.delete(row)
+        elif row is None:
+            self.db.add(m.PairConstraint(submission_id=sub_id, user_id=user_id, kind=kind))
+        else:
+            row.kind = kind
+        self._audit(b.venue.id, f"assign.{kind}", f"submission:{sub_id}", user=user_id)
+        self._commit()
+
+    def _institution_ids(self, users: list[m.User]) -> np.ndarray:
+        """Institution of each reviewer: the affiliation, else a non-public mail domain."""
+        keys: dict[str, int] = {}
+        out = np.full(len(users), -1, dtype=np.int64)
+        for j, u in enumerate(users):
+            key = (u.affiliation or "").strip().lower()
+            if not key and _domain(u.email) not in PUBLIC_DOMAINS:
+                key = "@" + _domain(u.email)
+            if key:
+                out[j] = keys.setdefault(key, len(keys))
+        return out
+
+    def _problem(self, venue: m.Venue, top_k: int, bid_weight: float, min_load: int):  # noqa: ANN202
+        from icml25.review.affinity import candidates
+        from icml25.review.matching import AssignmentError, Problem
+
+        viewer = self.viewer(venue)
+        bundles = [b for b in self.bundles(venue) if b.submission.status == "active"]
+        for b in bundles:
+            authorize(Action.ASSIGN, facts_for(viewer, b))
+        users = self.db.scalars(select(m.User).join(
+            m.Membership, m.Membership.user_id == m.User.id).where(
+            m.Membership.venue_id == venue.id, m.Membership.role == Role.REVIEWER.value)
+            .order_by(m.User.id)).all()
+        if not bundles or not users:
+            raise ServiceError("the venue needs active submissions and reviewers")
+        col = {u.id: j for j, u in enumerate(users)}
+        docs: dict[int, list[str]] = defaultdict(list)
+        for rp in self.db.scalars(select(m.ReviewerPaper).where(
+                m.ReviewerPaper.user_id.in_(list(col)))):
+            docs[rp.user_id].append(f"{rp.title}. {rp.abstract}")
+        texts = [f"{b.submission.title}. {b.submission.abstract} {b.submission.keywords}"
+                 for b in bundles]
+        sub_ids = [b.submission.id for b in bundles]
+        rows = {s: i for i, s in enumerate(sub_ids)}
+        bids, conflicts, pins, forbids = {}, set(), set(), set()
+        for i, b in enumerate(bundles):
+            bids.update({(i, col[u]): v for u, v in b.bids.items() if u in col})
+            conflicts |= {(i, col[u]) for u in b.conflict_user_ids | b.author_user_ids()
+                          if u in col}
+            pins |= {(i, col[a.user_id]) for a in b.assignments
+                     if a.role == Role.REVIEWER and a.user_id in col}
+        for pc in self.db.scalars(select(m.PairConstraint).where(
+                m.PairConstraint.submission_id.in_(sub_ids))):
+            if pc.user_id in col:
+                (pins if pc.kind == "pin" else forbids).add((rows[pc.submission_id],
+                                                             col[pc.user_id]))
+        cand = candidates(texts, [docs[u.id] for u in users], top_k=top_k, bids=bids,
+                          bid_weight=bid_weight, extra_pairs=sorted(pins))
+        try:
+            problem = Problem.build(
+                len(bundles), len(users), cand["paper"], cand["reviewer"], cand["score"],
+                k=venue.reviews_per_paper, min_load=min_load, max_load=venue.max_load,
+                institution=self._institution_ids(list(users)), conflicts=conflicts,
+                forbidden=forbids, pins=pins)
+        except AssignmentError as exc:
+            raise ServiceError(str(exc)) from None
+        # affinity and bid per problem pair (build() may drop or add pairs)
+        key = cand["paper"] * len(users) + cand["reviewer"]
+        order = {int(x): e for e, x in enumerate(key)}
+        at = [order.get(int(pp) * len(users) + int(rr)) for pp, rr in
+              zip(problem.paper, problem.reviewer, strict=True)]
+        aff = np.array([cand["affinity"][e] if e is not None else 0.0 for e in at])
+        bid = np.array([cand["bid"][e] if e is not None else 0.0 for e in at])
+        return problem, bundles, users, aff, bid
+
+    def propose_assignment(self, venue: m.Venue, objective: str = "total", top_k: int = 50,
+                           bid_weight: float = 0.5, min_load: int = 0,
+                           time_limit: float = 120.0) -> dict:
+        """Solve the venue's assignment and return it with its quality summary, writing nothing.
+
+        Existing reviewer assignments and chair pins are kept; conflicts and forbids are
+        never proposed; at most one reviewer per institution per paper.
+        """
+        from icml25.review.matching import AssignmentError, quality, solve
+
+        problem, bundles, users, aff, bid = self._problem(venue, top_k, bid_weight, min_load)
+        try:
+            res = solve(problem, objective=objective, time_limit=time_limit)
+        except AssignmentError as exc:
+            raise ServiceError(str(exc)) from None
+        pairs = []
+        for e in np.flatnonzero(res.chosen):
+            b, u = bundles[problem.paper[e]], users[problem.reviewer[e]]
+            pairs.append({"submission_id": b.submission.id, "number": b.submission.number,
+                          "user_id": u.id, "name": u.name, "affinity": round(float(aff[e]), 4),
+                          "bid": int(bid[e]), "pinned": bool(problem.pinned[e])})
+        return {"pairs": pairs, "quality": quality(problem, res, affinity=aff, bid=bid)}
+
+    def commit_assignment(self, venue: m.Venue, pairs: list[tuple[int, int]]) -> int:
+        """Write a (reviewed) proposal: assign every listed (submission id, user id) pair not
+        assigned yet, all or nothing; returns the number of new assignments."""
+        forbidden = {(pc.submission_id, pc.user_id) for pc in self.db.scalars(
+            select(m.PairConstraint).join(m.Submission, m.Submission.id ==
+                                          m.PairConstraint.submission_id).where(
+                m.Submission.venue_id == venue.id, m.PairConstraint.kind == "forbid"))}
+        bundles = {b.submission.id: b for b in self.bundles(venue)}
+        viewer = self.viewer(venue)
+        new = 0
+        try:
+            for sid, uid in pairs:
+                b = bundles.get(int(sid))
+                if b is None:
+                    raise NotFound(f"no submission {sid} in this venue")
+                authorize(Action.ASSIGN, facts_for(viewer, b))
+                if (int(sid), int(uid)) in forbidden:
+                    raise ServiceError(f"pair ({sid}, {uid}) is forbidden")
+                if b.assignment_of(int(uid)) is None:
+                    self._assign(b, int(uid), Role.REVIEWER)
+                    new += 1
+        except Exception:
+            self.db.rollback()
+            raise
+        self._audit(venue.id, "assign.commit", f"venue:{venue.id}", new=new)
+        self._commit()
+        return new
+
+    # ------------------------------------------------------------------ rewards
+    def rate_review(self, review_id: int, rating: int | str) -> m.ReviewRating:
+        """The area chair's 1-5 rating of a review (feeds the reviewer's quality score)."""
+        r, b = self._review_bundle(review_id)
+        authorize(Action.RATE_REVIEW, facts_for(self.viewer(b.venue), b, review=r))
+        row = self.db.scalar(select(m.ReviewRating).where(m.ReviewRating.review_id == r.id))
+        if row is None:
+            row = m.ReviewRating(review_id=r.id, rater_id=self.actor.id, rating=1)
+            self.db.add(row)
+        row.rating, row.rater_id = _int(rating, "rating", 1, 5), self.actor.id
+        self._audit(b.venue.id, "review.rate", f"review:{r.id}")
+        self._commit()
+        return row
+
+    def reviewing_deadline(self, venue: m.Venue) -> datetime | None:
+        """End of the reviewing deadline day (timeline), else when the venue left reviewing."""
+        try:
+            day = json.loads(venue.timeline or "{}").get("reviewing")
+        except ValueError:
+            day = None
+        if day:
+            d = datetime.fromisoformat(day)
+            d = d if d.tzinfo else d.replace(tzinfo=UTC)
+            return d + timedelta(days=1) if len(day) <= 10 else d
+        for ev in self.db.scalars(select(m.AuditEvent).where(
+                m.AuditEvent.venue_id == venue.id, m.AuditEvent.action == "phase.advance")
+                .order_by(m.AuditEvent.id)):
+            if json.loads(ev.detail or "{}").get("to") == Phase.FEEDBACK.value:
+                return _aware(ev.at)
+        return None
+
+    def _review_facts(self, venue: m.Venue):  # noqa: ANN202
+        from icml25.review.rewards import ReviewFacts
+
+        deadline = self.reviewing_deadline(venue)
+        rows = self.db.execute(select(m.Review, m.Feedback, m.ReviewRating).join(
+            m.Submission, m.Submission.id == m.Review.submission_id).outerjoin(
+            m.Feedback, m.Feedback.review_id == m.Review.id).outerjoin(
+            m.ReviewRating, m.ReviewRating.review_id == m.Review.id).where(
+            m.Submission.venue_id == venue.id, m.Review.submitted.is_(True))).all()
+        out = []
+        for r, fb, rr in rows:
+            when = _aware(r.submitted_at or r.updated_at)
+            out.append(ReviewFacts(
+                reviewer=r.reviewer_id,
+                author_rating=(fb.comprehension + fb.constructiveness) / 2 if fb else None,
+                ac_rating=float(rr.rating) if rr else None,
+                on_time=deadline is None or when <= deadline))
+        return out
+
+    def quality_scores(self, venue: m.Venue) -> list[dict]:
+        """Every reviewer's quality score and its parts (chairs only)."""
+        from icml25.review.rewards import venue_scores
+
+        authorize(Action.VIEW_ADMIN, facts_for(self.viewer(venue), None, Phase(venue.phase)))
+        scores = venue_scores(self._review_facts(venue))
+        names = {u.id: u.name for u in self.db.scalars(select(m.User).where(
+            m.User.id.in_(list(scores))))} if scores else {}
+        return sorted(({"user_id": u, "name": names.get(u, ""), **s.as_dict()}
+                       for u, s in scores.items()), key=lambda d: -d["quality"])
+
+    def my_quality(self, venue: m.Venue) -> dict:
+        """The actor's own quality score with the formula (see visibility.quality_view)."""
+        from icml25.review.rewards import venue_scores
+        from icml25.review.visibility import quality_view
+
+        user = self._require_login()
+        facts = [f for f in self._review_facts(venue) if f.reviewer == user.id]
+        score = venue_scores(facts).get(user.id)
+        n_author = sum(f.author_rating is not None for f in facts)
+        return quality_view(Phase(venue.phase), score, n_author)
+
+    def _venue_key(self, venue: m.Venue) -> m.VenueKey:
+        from icml25.review.credentials import new_keypair
+
+        key = self.db.scalar(select(m.VenueKey).where(m.VenueKey.venue_id == venue.id))
+        if key is None:
+            priv, pub = new_keypair()
+            key = m.VenueKey(venue_id=venue.id, public_key=pub, private_key=priv)
+            self.db.add(key)
+            self.db.flush()
+        return key
+
+    def venue_public_key(self, venue: m.Venue) -> dict:
+        """The venue's published verification key (created on first use)."""
+        from icml25.review.credentials import key_id
+
+        key = self._venue_key(venue)
+        self.db.commit()
+        return {"venue": venue.slug, "algorithm": "Ed25519", "public_key": key.public_key,
+                "key_id": key_id(key.public_key)}
+
+    def close_venue(self, venue: m.Venue, min_reviews: int = 1) -> dict:
+        """Award badges at venue close (chairs, notification phase) and sign a credential for
+        each; running it again adds nothing new. Returns {tier: count}."""
+        from icml25.review.credentials import sign
+        from icml25.review.rewards import FORMULA, award_badges, venue_scores
+
+        authorize(Action.CLOSE_VENUE, facts_for(self.viewer(venue), None, Phase(venue.phase)))
+        scores = venue_scores(self._review_facts(venue))
+        badges = award_badges(scores, min_reviews=min_reviews)
+        key = self._venue_key(venue)
+        have = {(b.user_id, b.tier) for b in self.db.scalars(select(m.Badge).where(
+            m.Badge.venue_id == venue.id))}
+        users = {u.id: u for u in self.db.scalars(select(m.User).where(
+            m.User.id.in_(list(badges))))} if badges else {}
+        counts: dict[str, int] = defaultdict(int)
+        issued = _now().isoformat(timespec="seconds")
+        for uid, tiers in badges.items():
+            for tier in tiers:
+                counts[tier] += 1
+                if (uid, tier) in have:
+                    continue
+                q = round(scores[uid].quality, 2)
+                claims = {"type": "ReviewerBadge", "badge": tier, "quality": q,
+                          "formula": FORMULA, "issued_at": issued,
+                          "venue": {"slug": venue.slug, "name": venue.name},
+                          "reviewer": {"id": uid, "name": users[uid].name}}
+                self.db.add(m.Badge(venue_id=venue.id, user_id=uid, tier=tier, quality=q,
+                                    credential=json.dumps(sign(claims, key.private_key,
+                                                               key.public_key))))
+        self._audit(venue.id, "venue.close", f"venue:{venue.id}", **counts)
+        self._commit()
+        return dict(counts)
+
+    def my_badges(self) -> list[dict]:
+        """The actor's badges with their signed credentials (to export)."""
+        user = self._require_login()
+        rows = self.db.scalars(select(m.Badge).where(m.Badge.user_id == user.id)
+                               .order_by(m.Badge.id)).all()
+        return [json.loads(b.credential) for b in rows]
+
+    def reviewer_profile(self, user_id: int) -> dict:
+        """Public reviewer profile: name and badges across venues (no scores of others)."""
+        from icml25.review.visibility import profile_view
+
+        u = self.db.get(m.User, int(user_id))
+        if u is None:
+            raise NotFound("no such reviewer")
+        rows = self.db.execute(select(m.Badge, m.Venue).join(
+            m.Venue, m.Venue.id == m.Badge.venue_id).where(m.Badge.user_id == u.id)
+            .order_by(m.Badge.id)).all()
+        return profile_view(u, rows)
+
+    def import_citations(self, venue: m.Venue, csv_text: str) -> int:
+        """Import citation counts (chairs): CSV with columns ``number,citations`` (submission
+        number in this venue); replaces earlier counts. Returns the number of rows."""
+        import csv
+        import io
+
+        authorize(Action.VIEW_ADMIN, facts_for(self.viewer(venue), None, Phase(venue.phase)))
+        by_number = {s.number: s.id for s in self.db.scalars(select(m.Submission).where(
+            m.Submission.venue_id == venue.id))}
+        rows = {}
+        reader = csv.DictReader(io.StringIO(csv_text))
+        if not reader.fieldnames or {"number", "citations"} - set(reader.fieldnames):
+            raise ServiceError("the CSV needs the columns number,citations")
+        for line, row in enumerate(reader, start=2):
+            try:
+                number, count = int(row["number"]), int(row["citations"])
+            except (TypeError, ValueError):
+                raise ServiceError(f"line {line}: number and citations must be whole "
+                                   "numbers") from None
+            if number not in by_number or count < 0:
+                raise ServiceError(f"line {line}: no submission #{number} or a negative count")
+            rows[by_number[number]] = count
+        self.db.execute(delete(m.PaperCitation).where(
+            m.PaperCitation.submission_id.in_(list(by_number.values()))))
+        for sid, count in rows.items():
+            self.db.add(m.PaperCitation(submission_id=sid, count=count))
+        self._audit(venue.id, "citations.import", f"venue:{venue.id}", rows=len(rows))
+        self._commit()
+        return len(rows)
+
+    def reviewer_impact(self, venue: m.Venue) -> list[dict]:
+        """Reviewer impact scores from imported citations (chairs only; formula included)."""
+        from icml25.review.rewards import impact_scores
+
+        authorize(Action.VIEW_ADMIN, facts_for(self.viewer(venue), None, Phase(venue.phase)))
+        cites = {c.submission_id: c.count for c in self.db.scalars(select(m.PaperCitation).join(
+            m.Submission, m.Submission.id == m.PaperCitation.submission_id).where(
+            m.Submission.venue_id == venue.id))}
+        reviewed: dict[int, list[int]] = defaultdict(list)
+        for r in self.db.scalars(select(m.Review).join(
+                m.Submission, m.Submission.id == m.Review.submission_id).where(
+                m.Submission.venue_id == venue.id, m.Review.submitted.is_(True))):
+            reviewed[r.reviewer_id].append(r.submission_id)
+        scores = impact_scores(dict(reviewed), cites)
+        return sorted(({"user_id": u, **v} for u, v in scores.items()),
+                      key=lambda d: -d["impact"])
+
+    def verify_credential(self, doc: dict | str) -> dict:
+        """Verify a badge credential against its venue's published key."""
+        from icml25.review.credentials import CredentialError, verify
+
+        try:
+            data = json.loads(doc) if isinstance(doc, str) else doc
+            slug = data["credential"]["venue"]["slug"]
+        except (ValueError, KeyError, TypeError):
+            return {"valid": False, "reason": "not a badge credential"}
+        key = self.db.scalar(select(m.VenueKey).join(
+            m.Venue, m.Venue.id == m.VenueKey.venue_id).where(m.Venue.slug == str(slug)))
+        if key is None:
+            return {"valid": False, "reason": f"unknown venue {slug!r}"}
+        try:
+            ok = verify(data, key.public_key)
+        except CredentialError as exc:
+            return {"valid": False, "reason": str(exc)}
+        return {"valid": True, "venue": slug, "badge": ok.claims.get("badge"),
+                "reviewer": ok.claims.get("reviewer"), "key_id": ok.key_id}
 
     # ------------------------------------------------------------------ mail
     def send_outbox(self) -> int:

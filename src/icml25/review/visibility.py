@@ -299,3 +299,28 @@ def ratings_table(viewer: Viewer, bundles: Iterable[Bundle]) -> list[dict]:
                         "reviewer": pseud.get(r.reviewer_id, ""),
                         "reviewer_name": u.name if u else "", **_feedback_dict(fb)})
     return out
+
+
+def quality_view(phase: Phase, score, n_author_ratings: int) -> dict:  # noqa: ANN001
+    """A reviewer's own review-quality score: the formula is always shown; the numbers only
+    after notification and over at least 3 author ratings (like the feedback aggregate)."""
+    from icml25.review.rewards import FORMULA, WEIGHTS
+
+    out: dict = {"formula": FORMULA, "weights": WEIGHTS}
+    if score is None:
+        return out | {"available": False, "reason": "no submitted reviews"}
+    if not feedback_aggregate_visible(phase, n_author_ratings, MIN_RATINGS_FOR_AGGREGATE):
+        reason = ("your score is shown after notification" if not at_least(
+            phase, Phase.NOTIFICATION) else
+            f"fewer than {MIN_RATINGS_FOR_AGGREGATE} author ratings; withheld to protect raters")
+        return out | {"available": False, "reason": reason}
+    return out | {"available": True, **score.as_dict()}
+
+
+def profile_view(user: m.User, badges: Iterable[tuple[m.Badge, m.Venue]]) -> dict:
+    """The public reviewer profile: name and badges across venues (tier, venue, date) -- no
+    e-mail, no scores, no papers reviewed."""
+    return {"reviewer_id": user.id, "name": user.name,
+            "badges": [{"venue": v.slug, "venue_name": v.name, "badge": b.tier,
+                        "issued_at": b.issued_at.isoformat(timespec="seconds")}
+                       for b, v in badges]}

@@ -537,6 +537,38 @@ def _api_service(request: Request, db: DB) -> ReviewService:
 S = Annotated[ReviewService, Depends(_api_service)]
 
 
+def _public_service(request: Request, db: DB) -> ReviewService:
+    """The service acting as nobody: for public reads (keys, profiles, credential checks)."""
+    return ReviewService(db, request.app.state.settings)
+
+
+P = Annotated[ReviewService, Depends(_public_service)]
+
+
+class ProposalIn(BaseModel):
+    objective: str = "total"
+    top_k: int = Field(default=50, ge=1, le=10_000)
+    bid_weight: float = 0.5
+    min_load: int = Field(default=0, ge=0)
+
+
+class CommitIn(BaseModel):
+    pairs: list[tuple[int, int]]  # (submission id, user id)
+
+
+class PairIn(BaseModel):
+    kind: str  # pin | forbid | none
+
+
+class RatingIn(BaseModel):
+    rating: int = Field(ge=1, le=5)
+
+
+class PaperIn(BaseModel):
+    title: str
+    abstract: str
+
+
 def _api(settings: Settings, maker) -> FastAPI:  # noqa: ANN001
     api = FastAPI(title="icml25 review API", version="1",
                   description="Personal access tokens (create them at /tokens) go in "
@@ -660,5 +692,66 @@ def _api(settings: Settings, maker) -> FastAPI:  # noqa: ANN001
     def decide(s: S, sid: int, body: DecisionIn) -> dict:
         s.decide(sid, body.outcome)
         return {"ok": True}
+
+    # ---- assignment at scale, rewards and credentials (issue 10)
+    @api.post("/venues/{slug}/assignment/proposal",
+              summary="Solve the assignment and show its quality; writes nothing (chairs)")
+    def proposal(s: S, slug: str, body: ProposalIn) -> dict:
+        return s.propose_assignment(s.venue(slug), **body.model_dump())
+
+    @api.post("/venues/{slug}/assignment/commit", summary="Write reviewed pairs (chairs)")
+    def commit(s: S, slug: str, body: CommitIn) -> dict:
+        return {"new_assignments": s.commit_assignment(s.venue(slug), body.pairs)}
+
+    @api.put("/submissions/{sid}/pairs/{uid}", summary="Pin, forbid or clear a pair (chairs)")
+    def pair(s: S, sid: int, uid: int, body: PairIn) -> dict:
+        s.set_pair_constraint(sid, uid, body.kind)
+        return {"ok": True}
+
+    @api.post("/me/papers", status_code=201, summary="Add one of your past papers")
+    def add_paper(s: S, body: PaperIn) -> dict:
+        return {"id": s.add_reviewer_paper(body.title, body.abstract).id}
+
+    @api.post("/reviews/{rid}/ac-rating", summary="Rate a review 1-5 (area chair)")
+    def ac_rating(s: S, rid: int, body: RatingIn) -> dict:
+        s.rate_review(rid, body.rating)
+        return {"ok": True}
+
+    @api.get("/venues/{slug}/quality", summary="Reviewers' quality scores (chairs)")
+    def quality(s: S, slug: str) -> list[dict]:
+        return s.quality_scores(s.venue(slug))
+
+    @api.get("/venues/{slug}/my-quality", summary="Your quality score and its formula")
+    def my_quality(s: S, slug: str) -> dict:
+        return s.my_quality(s.venue(slug))
+
+    @api.post("/venues/{slug}/close", summary="Award badges at venue close (chairs)")
+    def close(s: S, slug: str) -> dict:
+        return {"badges": s.close_venue(s.venue(slug))}
+
+    @api.put("/venues/{slug}/citations", summary="Import citation counts, CSV body (chairs)")
+    async def citations(s: S, slug: str, request: Request) -> dict:
+        text = (await request.body()).decode("utf-8", errors="replace")
+        return {"rows": s.import_citations(s.venue(slug), text)}
+
+    @api.get("/venues/{slug}/impact", summary="Reviewer impact scores (chairs)")
+    def impact(s: S, slug: str) -> list[dict]:
+        return s.reviewer_impact(s.venue(slug))
+
+    @api.get("/me/badges", summary="Your badges as signed credentials")
+    def my_badges(s: S) -> list[dict]:
+        return s.my_badges()
+
+    @api.get("/venues/{slug}/public-key", summary="The venue's credential key (public)")
+    def public_key(p: P, slug: str) -> dict:
+        return p.venue_public_key(p.venue(slug))
+
+    @api.get("/reviewers/{uid}/profile", summary="Public reviewer profile with badges")
+    def profile(p: P, uid: int) -> dict:
+        return p.reviewer_profile(uid)
+
+    @api.post("/credentials/verify", summary="Verify a badge credential (public)")
+    def verify_credential(p: P, body: dict[str, Any]) -> dict:
+        return p.verify_credential(body)
 
     return api

@@ -176,6 +176,8 @@ class Action(StrEnum):
     ADVANCE_PHASE = "advance_phase"
     MANAGE_MEMBERS = "manage_members"
     VIEW_ADMIN = "view_admin"  # audit log, outbox, member list
+    RATE_REVIEW = "rate_review"  # area chair rates a review (for rewards)
+    CLOSE_VENUE = "close_venue"  # award badges at venue close
 
 
 @dataclass(frozen=True)
@@ -333,6 +335,20 @@ def _r_decide(f: Facts, phase: Phase, chair: bool) -> None:
     _need_phase(phase, Phase.DECISION)
 
 
+def _r_rate_review(f: Facts, phase: Phase, chair: bool) -> None:
+    if not (chair or f.is_assigned_ac):
+        _deny("only the paper's area chair (or a non-conflicted chair) rates its reviews")
+    if not f.review_submitted:
+        _deny("the review is not submitted")
+    _need_phase(phase, Phase.FEEDBACK, Phase.REBUTTAL, Phase.DISCUSSION, Phase.META_REVIEW,
+                Phase.DECISION)
+
+
+def _r_close(f: Facts, phase: Phase, chair: bool) -> None:
+    _r_chair(f, phase, chair)
+    _need_phase(phase, Phase.NOTIFICATION)
+
+
 def _r_chair(f: Facts, phase: Phase, chair: bool) -> None:
     if Role.CHAIR not in f.venue_roles:
         _deny("only program chairs may do this")
@@ -358,6 +374,8 @@ _RULES = {
     Action.ADVANCE_PHASE: _r_chair,
     Action.MANAGE_MEMBERS: _r_chair,
     Action.VIEW_ADMIN: _r_chair,
+    Action.RATE_REVIEW: _r_rate_review,
+    Action.CLOSE_VENUE: _r_close,
 }
 
 
