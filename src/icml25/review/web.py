@@ -550,6 +550,7 @@ class ProposalIn(BaseModel):
     top_k: int = Field(default=50, ge=1, le=10_000)
     bid_weight: float = 0.5
     min_load: int = Field(default=0, ge=0)
+    affinity: str = "tfidf"  # or "embedding"
 
 
 class CommitIn(BaseModel):
