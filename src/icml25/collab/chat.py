@@ -1,0 +1,474 @@
+"""One small ``ChatModel`` protocol and its backends.
+
+Messages in, text and token usage out, async. Every backend inherits bounded concurrency, a
+per-call timeout and retries with exponential back-off from :class:`BaseChatModel`, so a caller
+can fire hundreds of simulated branches with ``asyncio.gather`` and never hold more than
+``max_concurrency`` requests in flight, nor wait longer than ``RetryPolicy.worst_case_s``.
+
+Backends here: :class:`ScriptedChatModel` (deterministic replies per role, for tests),
+:class:`OpenAIChatModel` (any OpenAI-compatible endpoint: vLLM, llama.cpp server, Ollama, hosted
+APIs, through the maintained ``openai`` client) and :class:`HFChatModel` (a local transformers
+model directory, or a GGUF file through transformers + gguf). Other backends plug in by
+subclassing :class:`BaseChatModel` and implementing ``_generate``. The shipped Gemma 3 270M
+default (``gemma-270m``) is named by :func:`load_chat_model` but not built yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import re
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+Message = Mapping[str, Any]
+"""A chat message: ``{"role": "system"|"user"|"assistant", "content": str | None}``."""
+
+ROLES = ("system", "user", "assistant")
+
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def approx_token_count(text: str | None) -> int:
+    """Words and punctuation marks: an offline stand-in for a BPE count (≈ 0.75–1.3× tiktoken).
+
+    >>> approx_token_count("Hello, world!")
+    4
+    """
+    return len(_TOKEN_RE.findall(text or ""))
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """One completion: ``text`` ('' when the endpoint returned null content) and token usage."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str = ""
+    attempts: int = 1
+    null_content: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class ChatModelError(RuntimeError):
+    """A chat call failed after all retries (the last cause is chained)."""
+
+
+class RetryableError(RuntimeError):
+    """Raised by a backend for a transient failure (5xx, 429, connection reset, timeout)."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Timeouts and exponential back-off with full jitter.
+
+    ``worst_case_s`` bounds how long one ``chat`` call can take (excluding time queued for a
+    concurrency slot): ``attempts × timeout_s`` plus the capped back-off sleeps.
+    """
+
+    max_attempts: int = 3
+    timeout_s: float = 60.0
+    base_delay_s: float = 0.5
+    max_delay_s: float = 8.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+        if self.timeout_s <= 0 or self.base_delay_s < 0 or self.max_delay_s < 0:
+            raise ValueError("timeout_s must be > 0 and delays >= 0")
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """Sleep before retry number ``attempt`` (1-based): full jitter on a capped exponential."""
+        cap = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
+        return rng.uniform(0.5 * cap, cap)
+
+    @property
+    def worst_case_s(self) -> float:
+        sleeps = sum(min(self.max_delay_s, self.base_delay_s * 2 ** (a - 1))
+                     for a in range(1, self.max_attempts))
+        return self.max_attempts * self.timeout_s + sleeps
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """What every part of :mod:`icml25.collab` needs from a language model.
+
+    ``role`` says who is speaking ("assistant", "user" for the user simulator, "judge",
+    "extractor"); real backends ignore it, the scripted backend answers by it.
+    """
+
+    name: str
+
+    async def chat(self, messages: Sequence[Message], *, role: str = "assistant",
+                   temperature: float | None = None,
+                   max_tokens: int | None = None) -> ChatResult: ...
+
+
+def validate_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Check roles and contents at the boundary; return plain dicts."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise TypeError("messages must be a sequence of {'role', 'content'} mappings")
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping) or "role" not in m:
+            raise ValueError(f"message {i} must be a mapping with a 'role' key, got {m!r}")
+        if m["role"] not in ROLES:
+            raise ValueError(f"message {i} has role {m['role']!r}; expected one of {ROLES}")
+        content = m.get("content")
+        if content is not None and not isinstance(content, str):
+            raise ValueError(f"message {i} content must be str or None")
+        out.append({"role": m["role"], "content": content or ""})
+    return out
+
+
+class BaseChatModel:
+    """Concurrency bound, timeout and retries around a backend's ``_generate``.
+
+    Subclasses implement ``async _generate(messages, role, temperature, max_tokens) ->
+    ChatResult`` and raise :class:`RetryableError` (or ``asyncio.TimeoutError``) for transient
+    failures; anything else propagates at once as :class:`ChatModelError`.
+    """
+
+    name: str = "base"
+
+    def __init__(self, *, max_concurrency: int = 16, retry: RetryPolicy | None = None,
+                 seed: int = 0) -> None:
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        self.max_concurrency = max_concurrency
+        self.retry = retry or RetryPolicy()
+        self._rng = random.Random(seed)
+        self._sems: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.calls = 0
+        self.failures = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    async def __aenter__(self) -> BaseChatModel:
+        """``async with model:`` opens shared resources (HTTP pools) for this event loop."""
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        # Semaphores bind to one event loop; keep one per loop so asyncio.run can be called again.
+        loop = asyncio.get_running_loop()
+        sem = self._sems.get(loop)
+        if sem is None:
+            sem = self._sems[loop] = asyncio.Semaphore(self.max_concurrency)
+        return sem
+
+    async def _generate(self, messages: list[dict[str, Any]], role: str,
+                        temperature: float | None, max_tokens: int | None) -> ChatResult:
+        raise NotImplementedError
+
+    async def chat(self, messages: Sequence[Message], *, role: str = "assistant",
+                   temperature: float | None = None,
+                   max_tokens: int | None = None) -> ChatResult:
+        """Complete ``messages``; raise :class:`ChatModelError` after ``retry.max_attempts``."""
+        msgs = validate_messages(messages)
+        policy = self.retry
+        last: BaseException | None = None
+        async with self._semaphore():
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                for attempt in range(1, policy.max_attempts + 1):
+                    self.calls += 1
+                    try:
+                        res = await asyncio.wait_for(
+                            self._generate(msgs, role, temperature, max_tokens),
+                            timeout=policy.timeout_s)
+                        if attempt > 1:
+                            res = ChatResult(res.text, res.prompt_tokens, res.completion_tokens,
+                                             res.model, attempt, res.null_content)
+                        return res
+                    except (RetryableError, TimeoutError) as exc:
+                        last = exc
+                        self.failures += 1
+                        if attempt < policy.max_attempts:
+                            await asyncio.sleep(policy.delay(attempt, self._rng))
+            finally:
+                self.in_flight -= 1
+        raise ChatModelError(
+            f"{self.name}: {policy.max_attempts} attempts failed; last error: "
+            f"{type(last).__name__}: {last}") from last
+
+
+Reply = str | Sequence[str] | Callable[[list[dict[str, Any]]], str | None]
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Deterministic replies per role, for tests and offline demos.
+
+    ``replies[role]`` is a string (always that), a list (cycled, one per call for that role), or
+    a function of the messages. A reply may also be an ``Exception`` instance (raised, to inject
+    failures) or ``None`` (null content). ``latency_s`` adds an ``asyncio.sleep`` per call.
+
+    >>> import asyncio
+    >>> m = ScriptedChatModel({"assistant": "Hi!"})
+    >>> asyncio.run(m.chat([{"role": "user", "content": "hello"}])).text
+    'Hi!'
+    """
+
+    def __init__(self, replies: Mapping[str, Reply], *, latency_s: float = 0.0,
+                 name: str = "scripted", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.replies = dict(replies)
+        self.latency_s = latency_s
+        self.name = name
+        self._cycles: dict[str, Any] = {}
+        self.log: list[tuple[str, list[dict[str, Any]]]] = []
+
+    def _next(self, role: str, msgs: list[dict[str, Any]]) -> Any:
+        if role not in self.replies:
+            raise ChatModelError(f"scripted model has no reply for role {role!r}")
+        spec = self.replies[role]
+        if callable(spec):
+            return spec(msgs)
+        if isinstance(spec, str) or spec is None or isinstance(spec, BaseException):
+            return spec
+        cyc = self._cycles.setdefault(role, itertools.cycle(list(spec)))
+        return next(cyc)
+
+    async def _generate(self, messages, role, temperature, max_tokens) -> ChatResult:
+        self.log.append((role, messages))
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        reply = self._next(role, messages)
+        if isinstance(reply, BaseException):
+            raise reply
+        prompt_tokens = sum(approx_token_count(m["content"]) for m in messages)
+        return ChatResult(reply or "", prompt_tokens, approx_token_count(reply), self.name,
+                          null_content=reply is None)
+
+
+class OpenAIChatModel(BaseChatModel):
+    """Any OpenAI-compatible ``/v1/chat/completions`` endpoint through the ``openai`` client.
+
+    The client's own retries are off (``max_retries=0``): this class owns retries, so the bound
+    in :class:`RetryPolicy` holds. 5xx, 429, connection errors and timeouts are retried; 4xx
+    errors (bad request, auth) fail at once.
+    """
+
+    def __init__(self, model: str, base_url: str | None = None, *, api_key: str | None = None,
+                 default_temperature: float | None = None, extra_body: dict | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        from icml25.core import require_extra
+
+        require_extra("openai", "llm")
+        self.model = model
+        self.base_url = base_url
+        self.api_key = api_key
+        self.default_temperature = default_temperature
+        self.extra_body = extra_body
+        self.name = f"openai:{model}" + (f"@{base_url}" if base_url else "")
+        self._clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def _new_client(self) -> Any:
+        import os
+
+        import openai
+
+        key = self.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        return openai.AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0,
+                                  timeout=self.retry.timeout_s)
+
+    async def _shared_client(self) -> Any:
+        # One client (one connection pool) per event loop. It is held by a started async
+        # generator: asyncio.run() finalises async generators before closing the loop, which
+        # runs the generator's ``finally`` and closes the client while the loop is still alive.
+        key = asyncio.get_running_loop()
+        entry = self._clients.get(key)
+        if entry is None:
+            keeper = _client_keeper(self._new_client())
+            entry = self._clients[key] = (keeper, await keeper.__anext__())
+        return entry[1]
+
+    async def __aenter__(self) -> OpenAIChatModel:
+        await self._shared_client()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        entry = self._clients.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            await entry[0].aclose()
+
+    async def _create(self, params: dict[str, Any]) -> Any:
+        client = await self._shared_client()
+        return await client.chat.completions.create(**params)
+
+    async def _generate(self, messages, role, temperature, max_tokens) -> ChatResult:
+        import openai
+
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
+        temp = temperature if temperature is not None else self.default_temperature
+        if temp is not None:
+            params["temperature"] = temp
+        if max_tokens is not None:
+            params["max_tokens"] = max_tokens
+        if self.extra_body:
+            params["extra_body"] = self.extra_body
+        try:
+            resp = await self._create(params)
+        except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
+                openai.InternalServerError) as exc:
+            raise RetryableError(str(exc)) from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500:
+                raise RetryableError(str(exc)) from exc
+            raise ChatModelError(f"{self.name}: HTTP {exc.status_code}: {exc}") from exc
+        except openai.OpenAIError as exc:  # malformed response bodies and the like
+            raise RetryableError(f"{type(exc).__name__}: {exc}") from exc
+        if not resp.choices:
+            raise RetryableError("response has no choices")
+        content = resp.choices[0].message.content
+        usage = resp.usage
+        pt = usage.prompt_tokens if usage else sum(approx_token_count(m["content"])
+                                                   for m in messages)
+        ct = usage.completion_tokens if usage else approx_token_count(content)
+        return ChatResult(content or "", pt or 0, ct or 0, resp.model or self.model,
+                          null_content=content is None)
+
+
+async def _client_keeper(client: Any):
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+class HFChatModel(BaseChatModel):
+    """A local Hugging Face transformers causal LM (a model directory; optionally a GGUF file
+    in it, loaded through transformers + gguf). Offline only (``local_files_only``).
+
+    Generation runs in a worker thread, one at a time per model (``max_concurrency=1`` by
+    default: a CPU model does not get faster with parallel calls). Token usage is exact.
+    Models without a chat template get a plain "role: content" transcript prompt, which is how
+    base models (e.g. Gemma 3 270M) can be used at all.
+    """
+
+    def __init__(self, path: str, *, gguf_file: str | None = None,
+                 default_max_tokens: int = 128, device: str = "cpu", **kwargs: Any) -> None:
+        kwargs.setdefault("max_concurrency", 1)
+        super().__init__(**kwargs)
+        self.path = path
+        self.gguf_file = gguf_file
+        self.default_max_tokens = default_max_tokens
+        self.device = device
+        self.name = f"hf:{path}" + (f"#{gguf_file}" if gguf_file else "")
+        self._loaded: tuple[Any, Any] | None = None
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._loaded is None:
+            from icml25.core import require_extra
+
+            require_extra("torch", "torch")
+            transformers = require_extra("transformers", "llm")
+            kw: dict[str, Any] = {"local_files_only": True}
+            if self.gguf_file:
+                kw["gguf_file"] = self.gguf_file
+            tok = transformers.AutoTokenizer.from_pretrained(self.path, **kw)
+            model = transformers.AutoModelForCausalLM.from_pretrained(self.path, **kw)
+            self._loaded = (model.to(self.device).eval(), tok)
+        return self._loaded
+
+    def _prompt_ids(self, tok: Any, messages: list[dict[str, Any]]) -> list[int]:
+        if getattr(tok, "chat_template", None):
+            ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            return list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
+        text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
+        return list(tok(text)["input_ids"])
+
+    def _generate_sync(self, messages: list[dict[str, Any]], temperature: float | None,
+                       max_tokens: int | None) -> ChatResult:
+        import torch
+
+        model, tok = self._load()
+        ids = self._prompt_ids(tok, messages)
+        inp = torch.tensor([ids], device=self.device)
+        sample = temperature is not None and temperature > 0
+        gen_kw: dict[str, Any] = {"max_new_tokens": max_tokens or self.default_max_tokens,
+                                  "do_sample": sample,
+                                  "pad_token_id": tok.pad_token_id or tok.eos_token_id}
+        if sample:
+            gen_kw["temperature"] = temperature
+        with torch.no_grad():
+            out = model.generate(inp, attention_mask=torch.ones_like(inp), **gen_kw)
+        new = out[0, len(ids):].tolist()
+        text = tok.decode(new, skip_special_tokens=True).strip()
+        return ChatResult(text, len(ids), len(new), self.name)
+
+    async def _generate(self, messages, role, temperature, max_tokens) -> ChatResult:
+        return await asyncio.to_thread(self._generate_sync, messages, temperature, max_tokens)
+
+
+_SPEC_HELP = ("openai:NAME@URL (any OpenAI-compatible endpoint), openai:NAME (OPENAI_BASE_URL or "
+              "api.openai.com), hf:DIR (local transformers model), gguf:FILE (through "
+              "transformers + gguf; untested), scripted:echo (offline echo, for smoke tests); "
+              "planned, not yet built: gemma-270m")
+
+
+class _Echo:
+    """Offline ``scripted:echo`` replies: enough for a CLI smoke test without any model."""
+
+    def user(self, msgs: list[dict[str, Any]]) -> str:
+        if "Open the conversation" in (msgs[-1]["content"] or ""):
+            return '{"current_answer": "", "thought": "start", "response": "Can you help me?"}'
+        return '{"current_answer": "", "thought": "ok", "response": "[[TERMINATE CHAT]]"}'
+
+    def assistant(self, msgs: list[dict[str, Any]]) -> str:
+        last = next((m["content"] for m in reversed(msgs) if m["role"] == "user"), "")
+        return f"You said: {last[:200]}"
+
+    def judge(self, msgs: list[dict[str, Any]]) -> str:
+        return '{"thought": "scripted", "interactivity": 0.5}'
+
+
+def load_chat_model(spec: str, *, max_concurrency: int = 16,
+                    retry: RetryPolicy | None = None) -> BaseChatModel:
+    """Build a backend from a ``--model`` string; see the module docstring for the forms."""
+    kind, _, rest = spec.partition(":")
+    if kind == "openai" and rest:
+        name, _, url = rest.partition("@")
+        if not name:
+            raise ValueError(f"model spec {spec!r}: missing model name. Forms: {_SPEC_HELP}")
+        return OpenAIChatModel(name, url or None, max_concurrency=max_concurrency, retry=retry)
+    if spec == "scripted:echo":
+        e = _Echo()
+        return ScriptedChatModel({"user": e.user, "assistant": e.assistant, "judge": e.judge,
+                                  "extractor": e.assistant}, max_concurrency=max_concurrency,
+                                 retry=retry)
+    if kind == "hf" and rest:
+        return HFChatModel(rest, retry=retry)
+    if kind == "gguf" and rest:
+        from pathlib import Path
+
+        p = Path(rest)
+        return HFChatModel(str(p.parent), gguf_file=p.name, retry=retry)
+    if spec == "gemma-270m":
+        raise NotImplementedError(
+            "backend 'gemma-270m' is planned but not built yet; subclass "
+            "icml25.collab.BaseChatModel (implement _generate) or serve the model behind an "
+            "OpenAI-compatible server (llama.cpp server, vLLM) and use openai:NAME@URL")
+    raise ValueError(f"unknown model spec {spec!r}. Forms: {_SPEC_HELP}")
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine from synchronous code (CLI, notebooks without a running loop)."""
+    return asyncio.run(coro)
+
+
+def monotonic() -> float:
+    """Wall clock for latency measurements (kept here so tests can patch one place)."""
+    return time.perf_counter()

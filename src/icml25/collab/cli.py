@@ -1,0 +1,383 @@
+"""``icml25 collab``: multiturn-aware rewards for candidate replies, DPO pairs from them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    help="CollabLLM: multiturn-aware rewards, a robust user simulator, DPO data.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+_MODEL_HELP = ("Backend: openai:NAME@URL (any OpenAI-compatible endpoint), openai:NAME, "
+               "hf:DIR (local transformers model), gguf:FILE (untested), scripted:echo "
+               "(offline smoke test). gemma-270m: not built yet.")
+
+
+@app.callback()
+def _main() -> None:
+    """CollabLLM: multiturn-aware rewards, a robust user simulator, DPO data."""
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+def _load_items(path: Path, required: tuple[str, ...] = ("history", "candidates")
+                ) -> list[dict[str, Any]]:
+    if str(path).startswith("builtin:"):  # the shipped fixtures: builtin:all|document|code|math
+        from icml25.collab.tasks import builtin_tasks
+
+        kind = str(path).split(":", 1)[1]
+        return builtin_tasks(None if kind == "all" else kind)
+    if not path.is_file():
+        raise ValueError(f"no such file: {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+        items = data if isinstance(data, list) else [data]
+    except json.JSONDecodeError:
+        from icml25.collab.dataset import read_jsonl
+
+        items = read_jsonl(path)
+    for i, it in enumerate(items):
+        if not isinstance(it, dict):
+            raise ValueError(f"item {i} must be a JSON object")
+        for key in required:
+            if key not in it:
+                raise ValueError(f"item {i} lacks {key!r} (needs {', '.join(required)}; "
+                                 "optional: task, reference, metric)")
+    return items
+
+
+def _hidden_goal(it: dict[str, Any]) -> str:
+    """What only the simulated user sees: the complete request and the reference artifact."""
+    prompt, ref = str(it.get("prompt") or ""), str(it.get("reference") or "")
+    if prompt and ref:
+        return f"Complete request: {prompt}\n\nReference (what you want in the end):\n{ref}"
+    return prompt or ref
+
+
+def _task_metric(spec: Any, item_index: int):
+    from icml25.collab.reward import bleu_task_metric, code_task_metric, math_task_metric
+
+    if spec is None:
+        return None
+    if not isinstance(spec, dict) or "type" not in spec:
+        raise ValueError(f"item {item_index}: metric must be an object with a 'type'")
+    kind = spec["type"]
+    if kind == "bleu":
+        return bleu_task_metric(str(spec["reference"]))
+    if kind == "math":
+        return math_task_metric(str(spec["answer"]))
+    if kind == "code":
+        return code_task_metric(list(spec["tests"]),
+                                timeout_s=float(spec.get("timeout_s", 10.0)))
+    raise ValueError(f"item {item_index}: unknown metric type {kind!r} (bleu, math, code)")
+
+
+def _parse_weights(text: str | None) -> dict[str, float] | None:
+    if not text:
+        return None
+    out = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"weight {part!r} must look like name=value")
+        out[name.strip()] = float(value)
+    return out
+
+
+@app.command("reward")
+def reward_cmd(
+    path: Annotated[Path, typer.Argument(help="JSON/JSONL: {task, reference, history, "
+                                              "candidates, metric:{type: bleu|math|code, ...}}")],
+    model: Annotated[str, typer.Option(help=_MODEL_HELP)] = "scripted:echo",
+    user_model: Annotated[str | None, typer.Option(help="User-simulator backend "
+                                                        "(default: --model).")] = None,
+    judge_model: Annotated[str | None, typer.Option(help="Judge backend (default: "
+                                                         "--model).")] = None,
+    window: Annotated[int, typer.Option(help="Rounds simulated after each candidate (w).")] = 2,
+    samples: Annotated[int, typer.Option(help="Forward samples per candidate (S).")] = 3,
+    lam: Annotated[float, typer.Option(help="Token penalty lambda.")] = 5e-4,
+    weights: Annotated[str | None, typer.Option(
+        help="User-defined weights, e.g. task=1,interactivity=0.5,token_cost=-1.")] = None,
+    no_judge: Annotated[bool, typer.Option("--no-judge",
+                                           help="Skip the interactivity judge.")] = False,
+    concurrency: Annotated[int, typer.Option(help="Max requests in flight per backend.")] = 16,
+    timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds.")] = 60.0,
+    retries: Annotated[int, typer.Option(help="Attempts per request.")] = 3,
+    dpo_out: Annotated[Path | None, typer.Option(help="Write TRL DPO pairs (JSONL).")] = None,
+    min_gap: Annotated[float, typer.Option(help="Minimum MR gap for a DPO pair.")] = 0.0,
+    out: Annotated[Path | None, typer.Option(help="Write full results (JSON).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Multiturn-aware reward of each candidate reply in a conversation file."""
+    import asyncio
+
+    from icml25.collab.chat import RetryPolicy, load_chat_model
+    from icml25.collab.dataset import ScoredTurn, dpo_rows, write_jsonl
+    from icml25.collab.metrics import InteractivityJudge
+    from icml25.collab.reward import MultiturnReward
+    from icml25.collab.simulator import Assistant, UserSimulator
+
+    try:
+        items = _load_items(path)
+        policy = RetryPolicy(max_attempts=retries, timeout_s=timeout)
+        cache: dict[str, Any] = {}
+
+        def backend(spec: str):
+            if spec not in cache:
+                cache[spec] = load_chat_model(spec, max_concurrency=concurrency, retry=policy)
+            return cache[spec]
+
+        assistant_model = backend(model)
+        user_m = backend(user_model or model)
+        judge = None if no_judge else InteractivityJudge(backend(judge_model or model))
+        w = _parse_weights(weights)
+        jobs = []
+        for i, it in enumerate(items):
+            mr = MultiturnReward(
+                UserSimulator(user_m, str(it.get("task", "")), _hidden_goal(it)),
+                Assistant(assistant_model), task_metric=_task_metric(it.get("metric"), i),
+                judge=judge, window=window, n_samples=samples, weights=w, token_penalty=lam)
+            mr._check()
+            mr._weights()
+            jobs.append((mr, it))
+    except (ValueError, TypeError, NotImplementedError, KeyError) as exc:
+        raise _fail(str(exc)) from None
+
+    async def run_all():
+        from contextlib import AsyncExitStack
+
+        async with AsyncExitStack() as stack:
+            for m in cache.values():
+                await stack.enter_async_context(m)
+            return await asyncio.gather(*(mr.score(it["history"], it["candidates"])
+                                          for mr, it in jobs))
+
+    try:
+        results = asyncio.run(run_all())
+    except (ValueError, TypeError) as exc:
+        raise _fail(str(exc)) from None
+    report = [{"item": i, "scores": [s.to_dict() for s in scores]}
+              for i, scores in enumerate(results)]
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    if dpo_out is not None:
+        turns = [ScoredTurn.from_scores(it["history"], scores, conv_id=str(i))
+                 for i, ((_, it), scores) in enumerate(zip(jobs, results, strict=True))]
+        n = write_jsonl(dpo_rows(turns, min_gap=min_gap), dpo_out)
+        typer.echo(f"wrote {n} DPO pairs to {dpo_out}", err=True)
+    if as_json:
+        typer.echo(json.dumps([{"item": r["item"], "mr": [s["mr"] for s in r["scores"]],
+                                "std": [s["std"] for s in r["scores"]],
+                                "n_valid": [s["n_valid"] for s in r["scores"]]}
+                               for r in report]))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Multiturn-aware reward (w={window}, S={samples})")
+    for col in ("item", "candidate", "MR", "std", "valid", "metrics", "failures"):
+        table.add_column(col)
+    for r in report:
+        for s in r["scores"]:
+            fails = sum(len(x["failures"]) for x in s["samples"])
+            mets = ", ".join(f"{k}={v:.3g}" for k, v in s["metrics"].items() if v is not None)
+            mr = "nan" if s["mr"] is None else f"{s['mr']:.4f}"
+            sd = "nan" if s["std"] is None else f"{s['std']:.4f}"
+            table.add_row(str(r["item"]), s["candidate"][:40], mr, sd,
+                          f"{s['n_valid']}/{samples}", mets, str(fails))
+    Console().print(table)
+
+
+def _backends(specs: list[str], concurrency: int, timeout: float, retries: int) -> list[Any]:
+    from icml25.collab.chat import RetryPolicy, load_chat_model
+
+    policy = RetryPolicy(max_attempts=retries, timeout_s=timeout)
+    cache: dict[str, Any] = {}
+    for spec in specs:
+        if spec not in cache:
+            cache[spec] = load_chat_model(spec, max_concurrency=concurrency, retry=policy)
+    return [cache[s] for s in specs]
+
+
+async def _in_session(models: list[Any], coro_fn):
+    from contextlib import AsyncExitStack
+
+    async with AsyncExitStack() as stack:
+        for m in {id(m): m for m in models}.values():
+            await stack.enter_async_context(m)
+        return await coro_fn()
+
+
+@app.command("simulate")
+def simulate_cmd(
+    path: Annotated[Path, typer.Argument(help="JSON/JSONL of {task, prompt, reference} items, "
+                                              "or builtin:all|document|code|math.")],
+    model: Annotated[str, typer.Option(help=_MODEL_HELP)] = "scripted:echo",
+    user_model: Annotated[str | None, typer.Option(help="User-simulator backend.")] = None,
+    max_turns: Annotated[int, typer.Option(help="Assistant turns at most.")] = 6,
+    proactive: Annotated[bool, typer.Option(help="Give the assistant the proactive "
+                                                 "system prompt.")] = False,
+    concurrency: Annotated[int, typer.Option(help="Max requests in flight.")] = 16,
+    timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds.")] = 60.0,
+    retries: Annotated[int, typer.Option(help="Attempts per request.")] = 3,
+    out: Annotated[Path | None, typer.Option(help="Write conversations (JSONL).")] = None,
+) -> None:
+    """Simulate conversations between the user simulator and an assistant."""
+    import asyncio
+
+    from icml25.collab.dataset import write_jsonl
+    from icml25.collab.engine import simulate_conversation
+    from icml25.collab.simulator import PROACTIVE_SYSTEM_PROMPT, Assistant, UserSimulator
+
+    try:
+        items = _load_items(path, ("task",))
+        if max_turns < 1:
+            raise ValueError("--max-turns must be >= 1")
+        am, um = _backends([model, user_model or model], concurrency, timeout, retries)
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        raise _fail(str(exc)) from None
+    assistant = Assistant(am, PROACTIVE_SYSTEM_PROMPT if proactive else None)
+
+    async def run():
+        return await asyncio.gather(*(simulate_conversation(
+            UserSimulator(um, str(it["task"]), _hidden_goal(it)), assistant,
+            max_turns=max_turns) for it in items))
+
+    convs = asyncio.run(_in_session([am, um], run))
+    rows = [{"messages": c.messages, "terminated": c.terminated, "failures": c.failures}
+            for c in convs]
+    if out is not None:
+        write_jsonl(rows, out)
+        typer.echo(f"wrote {len(rows)} conversations to {out}", err=True)
+    else:
+        for r in rows:
+            typer.echo(json.dumps(r))
+
+
+@app.command("build-dataset")
+def build_dataset_cmd(
+    path: Annotated[Path, typer.Argument(help="JSON/JSONL of {task, prompt, reference, metric} "
+                                              "items, or builtin:all|document|code|math.")],
+    out_dir: Annotated[Path, typer.Option(help="Writes dpo.jsonl, sft.jsonl, "
+                                               "conversations.jsonl here.")],
+    model: Annotated[str, typer.Option(help=_MODEL_HELP)] = "scripted:echo",
+    user_model: Annotated[str | None, typer.Option(help="User-simulator backend.")] = None,
+    judge_model: Annotated[str | None, typer.Option(help="Judge backend.")] = None,
+    window: Annotated[int, typer.Option(help="MR window (w).")] = 2,
+    samples: Annotated[int, typer.Option(help="MR samples (S).")] = 3,
+    lam: Annotated[float, typer.Option(help="Token penalty lambda.")] = 5e-4,
+    max_turns: Annotated[int, typer.Option(help="Assistant turns per conversation.")] = 4,
+    min_gap: Annotated[float, typer.Option(help="Minimum MR gap for a DPO pair.")] = 0.02,
+    no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip the judge.")] = False,
+    concurrency: Annotated[int, typer.Option(help="Max requests in flight.")] = 16,
+    timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds.")] = 60.0,
+    retries: Annotated[int, typer.Option(help="Attempts per request.")] = 3,
+) -> None:
+    """Grow conversations with MR-best replies (plain vs proactive candidates); export TRL
+    DPO pairs and SFT rows."""
+    import asyncio
+
+    from icml25.collab.dataset import dpo_rows, sft_rows, write_jsonl
+    from icml25.collab.engine import grow_conversation
+    from icml25.collab.metrics import InteractivityJudge
+    from icml25.collab.reward import MultiturnReward
+    from icml25.collab.simulator import PROACTIVE_SYSTEM_PROMPT, Assistant, UserSimulator
+
+    try:
+        items = _load_items(path, ("task",))
+        am, um, jm = _backends([model, user_model or model, judge_model or model], concurrency,
+                               timeout, retries)
+        judge = None if no_judge else InteractivityJudge(jm)
+        jobs = []
+        for i, it in enumerate(items):
+            mr = MultiturnReward(UserSimulator(um, str(it["task"]), _hidden_goal(it)),
+                                 Assistant(am), task_metric=_task_metric(it.get("metric"), i),
+                                 judge=judge, window=window, n_samples=samples,
+                                 token_penalty=lam)
+            mr._check()
+            jobs.append(mr)
+        if max_turns < 1 or min_gap < 0:
+            raise ValueError("--max-turns must be >= 1 and --min-gap >= 0")
+    except (ValueError, TypeError, NotImplementedError, KeyError) as exc:
+        raise _fail(str(exc)) from None
+    policies = [Assistant(am), Assistant(am, PROACTIVE_SYSTEM_PROMPT)]
+
+    async def run():
+        return await asyncio.gather(*(grow_conversation(mr, policies, max_turns=max_turns,
+                                                        conv_id=str(i))
+                                      for i, mr in enumerate(jobs)))
+
+    convs = asyncio.run(_in_session([am, um, jm], run))
+    turns = [t for c in convs for t in c.turns]
+    n_dpo = write_jsonl(dpo_rows(turns, min_gap=min_gap), out_dir / "dpo.jsonl")
+    n_sft = write_jsonl(sft_rows(turns), out_dir / "sft.jsonl")
+    write_jsonl(({"conv_id": str(i), "messages": c.messages, "terminated": c.terminated,
+                  "turns": [{"prompt": t.prompt, "candidates": t.candidates,
+                             "scores": [x if x == x else None for x in t.scores]}
+                            for t in c.turns], "failures": c.failures}
+                 for i, c in enumerate(convs)), out_dir / "conversations.jsonl")
+    typer.echo(f"{len(convs)} conversations, {len(turns)} scored turns: {n_dpo} DPO pairs "
+               f"(gap >= {min_gap}), {n_sft} SFT rows in {out_dir}")
+
+
+@app.command("train")
+def train_cmd(
+    data: Annotated[Path, typer.Argument(help="TRL-format JSONL (from reward --dpo-out or "
+                                              "build-dataset).")],
+    out_dir: Annotated[Path, typer.Option(help="Where the trained model is saved.")],
+    method: Annotated[str, typer.Option(help="dpo (offline DPO) or sft.")] = "dpo",
+    base: Annotated[str, typer.Option(help="'tiny' (random tiny model, offline test) or a "
+                                           "local Hugging Face model directory.")] = "tiny",
+    max_steps: Annotated[int, typer.Option(help="Optimizer steps.")] = 2,
+    learning_rate: Annotated[float | None, typer.Option(help="Default: 5e-6 DPO, 1e-5 SFT "
+                                                             "(the paper's).")] = None,
+    beta: Annotated[float, typer.Option(help="DPO beta.")] = 0.1,
+    batch_size: Annotated[int, typer.Option(help="Per-device batch size.")] = 2,
+    gpu: Annotated[bool, typer.Option(help="Train on the GPU (bf16).")] = False,
+) -> None:
+    """Train with TRL on CPU (tiny model) or GPU (a local model) from exported JSONL."""
+    if method not in ("dpo", "sft"):
+        raise _fail(f"--method must be dpo or sft, got {method!r}")
+    if max_steps < 1 or not data.is_file():
+        raise _fail(f"need --max-steps >= 1 and an existing data file ({data})")
+    from icml25.collab.dataset import read_jsonl
+    from icml25.collab.train import _texts, tiny_causal_lm, train_dpo, train_sft
+
+    try:
+        rows = read_jsonl(data)
+        if base == "tiny":
+            model, tok = tiny_causal_lm(_texts(rows))
+        else:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            if not Path(base).is_dir():
+                raise ValueError(f"--base must be 'tiny' or a local model directory: {base}")
+            model = AutoModelForCausalLM.from_pretrained(base, local_files_only=True)
+            tok = AutoTokenizer.from_pretrained(base, local_files_only=True)
+    except (ValueError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    kw = {"max_steps": max_steps, "batch_size": batch_size, "use_cpu": not gpu}
+    if gpu:
+        kw["bf16"] = True
+    if learning_rate is not None:
+        kw["learning_rate"] = learning_rate
+    if method == "dpo":
+        out = train_dpo(model, tok, rows, out_dir / "trainer", beta=beta, **kw)
+    else:
+        out = train_sft(model, tok, rows, out_dir / "trainer", **kw)
+    model.save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
+    losses = [h["loss"] for h in out["log_history"] if "loss" in h]
+    typer.echo(f"{method}: {out['global_step']} steps, losses {losses}; saved to {out_dir}")

@@ -1,0 +1,331 @@
+"""The multiturn-aware reward (MR) by forward sampling.
+
+For a candidate assistant response ``m_j`` after a history, MR is the expected conversation-level
+reward over future turns, estimated from ``n_samples`` simulated continuations of ``window``
+rounds (one simulated user message + one assistant reply per round; a branch stops early when
+the simulated user sends the termination signal). Per sample::
+
+    paper-era:  R = task + interactivity - min(lambda * tokens, 1)
+    general:    R = sum_k weights[k] * metric_k
+
+with metrics ``task`` (task metric of the whole conversation), ``interactivity`` (LLM judge of
+the candidate and its follow-up, earlier history as context), ``tokens`` (tokens of the candidate
+and the follow-up), ``token_cost`` (``min(lambda * tokens, 1)``) and any extra metrics given.
+MR is the mean over samples whose reward is finite; failed samples are kept with their failures.
+
+All ``N × S`` branches of a :meth:`MultiturnReward.score` call run concurrently, so with a
+fixed-latency endpoint the wall time is about ``window × (user + assistant latency)`` plus one
+judge call, not ``N × S × window`` calls end to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from icml25.collab.chat import ChatModelError, Message, approx_token_count, validate_messages
+from icml25.collab.metrics import (
+    InteractivityJudge,
+    bleu,
+    code_pass_rate,
+    extract_final_answer,
+    last_code_block,
+    math_equivalent,
+)
+from icml25.collab.simulator import Assistant, UserSimulator
+
+TaskMetric = Callable[[list[dict[str, Any]]], Any]
+"""``conversation -> float`` (or an awaitable of one): scores the whole conversation."""
+
+PAPER_WEIGHTS = {"task": 1.0, "interactivity": 1.0, "token_cost": -1.0}
+
+
+def paper_reward(task: float, interactivity: float, tokens: float, lam: float) -> float:
+    """Paper-era conversation reward: ``task + interactivity - min(lam * tokens, 1)``.
+
+    >>> paper_reward(0.5, 1.0, 1000, 5e-4)
+    1.0
+    """
+    return task + interactivity - min(lam * tokens, 1.0)
+
+
+def weighted_reward(metrics: Mapping[str, float], weights: Mapping[str, float]) -> float:
+    """``sum_k weights[k] * metrics[k]``; NaN when a weighted metric is missing or NaN."""
+    total = 0.0
+    for k, w in weights.items():
+        v = metrics.get(k, math.nan)
+        if v is None or not math.isfinite(v):
+            return math.nan
+        total += w * v
+    return total
+
+
+@dataclass
+class SampleResult:
+    """One forward-sampled branch."""
+
+    conversation: list[dict[str, Any]]
+    n_forward: int
+    metrics: dict[str, float]
+    reward: float
+    terminated: bool
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def forward(self) -> list[dict[str, Any]]:
+        return self.conversation[len(self.conversation) - self.n_forward:]
+
+
+@dataclass
+class CandidateScore:
+    """MR of one candidate: mean and std of finite per-sample rewards, and the samples."""
+
+    candidate: str
+    mr: float
+    std: float
+    samples: list[SampleResult]
+
+    @property
+    def n_valid(self) -> int:
+        return sum(math.isfinite(s.reward) for s in self.samples)
+
+    def metric_means(self) -> dict[str, float]:
+        keys = sorted({k for s in self.samples for k in s.metrics})
+        out = {}
+        for k in keys:
+            vals = [s.metrics[k] for s in self.samples
+                    if k in s.metrics and math.isfinite(s.metrics[k])]
+            out[k] = sum(vals) / len(vals) if vals else math.nan
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"candidate": self.candidate, "mr": _json_float(self.mr),
+                "std": _json_float(self.std), "n_valid": self.n_valid,
+                "metrics": {k: _json_float(v) for k, v in self.metric_means().items()},
+                "samples": [{"reward": _json_float(s.reward), "terminated": s.terminated,
+                             "metrics": {k: _json_float(v) for k, v in s.metrics.items()},
+                             "forward": s.forward, "failures": s.failures}
+                            for s in self.samples]}
+
+
+def _json_float(x: float) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and population std of the finite values (NaN, NaN if none)."""
+    vals = [v for v in values if v is not None and math.isfinite(v)]
+    if not vals:
+        return math.nan, math.nan
+    mu = sum(vals) / len(vals)
+    return mu, math.sqrt(sum((v - mu) ** 2 for v in vals) / len(vals))
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+@dataclass
+class MultiturnReward:
+    """Multiturn-aware reward by forward sampling (see the module docstring).
+
+    Parameters
+    ----------
+    user, assistant : the simulated user (hidden task) and the policy that continues branches.
+    task_metric : ``conversation -> float`` (sync or async), e.g. :func:`bleu_task_metric`.
+    judge : optional interactivity judge; without it the ``interactivity`` metric is absent.
+    window : rounds simulated after the candidate (``w``; 0 = single-turn reward).
+    n_samples : forward samples per candidate (``S``).
+    weights : metric weights; ``None`` = paper-era form (task 1, interactivity 1, token_cost -1),
+        dropping weights of metrics that are not configured.
+    token_penalty : ``lambda`` in ``min(lambda * tokens, 1)`` (5e-4 for MATH and BigCodeBench,
+        1e-4 for Medium in the paper-era code).
+    count_tokens : ``text -> int``; defaults to an offline approximation.
+    extra_metrics : more ``conversation -> float`` metrics, usable in ``weights``.
+    """
+
+    user: UserSimulator
+    assistant: Assistant
+    task_metric: TaskMetric | None = None
+    judge: InteractivityJudge | None = None
+    window: int = 2
+    n_samples: int = 3
+    weights: Mapping[str, float] | None = None
+    token_penalty: float = 5e-4
+    count_tokens: Callable[[str], int] = approx_token_count
+    extra_metrics: Mapping[str, TaskMetric] = field(default_factory=dict)
+
+    def _weights(self) -> dict[str, float]:
+        available = {"tokens", "token_cost", *self.extra_metrics}
+        if self.task_metric is not None:
+            available.add("task")
+        if self.judge is not None:
+            available.add("interactivity")
+        if self.weights is None:
+            return {k: w for k, w in PAPER_WEIGHTS.items() if k in available}
+        unknown = set(self.weights) - available
+        if unknown:
+            raise ValueError(f"weights name metrics that are not configured: {sorted(unknown)}; "
+                             f"available: {sorted(available)}")
+        return dict(self.weights)
+
+    def _check(self) -> None:
+        if not isinstance(self.window, int) or self.window < 0:
+            raise ValueError("window must be an int >= 0")
+        if not isinstance(self.n_samples, int) or self.n_samples < 1:
+            raise ValueError("n_samples must be an int >= 1")
+        if not (self.token_penalty >= 0 and math.isfinite(self.token_penalty)):
+            raise ValueError("token_penalty must be finite and >= 0")
+
+    async def score(self, history: Sequence[Message], candidates: Sequence[str], *,
+                    concurrent: bool = True) -> list[CandidateScore]:
+        """MR of each candidate reply to ``history`` (which should end with a user message).
+
+        ``concurrent=False`` scores candidates one after another (samples still in parallel),
+        the way the official package's dataset builder does; it exists for benchmarks.
+        """
+        self._check()
+        weights = self._weights()
+        hist = validate_messages(history)
+        if isinstance(candidates, str) or not candidates:
+            raise ValueError("candidates must be a non-empty list of strings")
+        if not all(isinstance(c, str) for c in candidates):
+            raise TypeError("every candidate must be a string")
+
+        async def one(c: str) -> list[SampleResult]:
+            return list(await asyncio.gather(
+                *(self._sample(hist, c, weights) for _ in range(self.n_samples))))
+
+        if concurrent:
+            per = await asyncio.gather(*(one(c) for c in candidates))
+        else:
+            per = [await one(c) for c in candidates]
+        out = []
+        for c, samples in zip(candidates, per, strict=True):
+            mu, sd = mean_std([s.reward for s in samples])
+            out.append(CandidateScore(c, mu, sd, samples))
+        return out
+
+    async def _sample(self, history: list[dict[str, Any]], candidate: str,
+                      weights: Mapping[str, float]) -> SampleResult:
+        conv = [*history, {"role": "assistant", "content": candidate}]
+        failures: list[str] = []
+        terminated = False
+        for _ in range(self.window):
+            turn = await self.user.respond(conv)
+            failures.extend(f"user: {f}" for f in turn.failures)
+            if turn.terminated:
+                terminated = True
+                break
+            conv.append({"role": "user", "content": turn.text})
+            try:
+                text, _ = await self.assistant.respond(conv)
+            except ChatModelError as exc:
+                failures.append(f"assistant: {exc}")
+                break
+            conv.append({"role": "assistant", "content": text})
+        followup = conv[len(history):]
+        metrics, metric_failures = await self._metrics(history, conv, followup)
+        failures.extend(metric_failures)
+        return SampleResult(conv, len(followup) - 1, metrics, weighted_reward(metrics, weights),
+                            terminated, failures)
+
+    async def _metrics(self, history, conv, followup) -> tuple[dict[str, float], list[str]]:
+        failures: list[str] = []
+        tokens = float(sum(self.count_tokens(m["content"] or "") for m in followup))
+        metrics = {"tokens": tokens, "token_cost": min(self.token_penalty * tokens, 1.0)}
+        named: dict[str, TaskMetric] = dict(self.extra_metrics)
+        if self.task_metric is not None:
+            named["task"] = self.task_metric
+
+        async def run(name: str, fn: TaskMetric) -> None:
+            try:
+                value = await _maybe_await(fn([dict(m) for m in conv]))
+                metrics[name] = float(value)
+            except Exception as exc:  # noqa: BLE001 - a failing metric must not sink the batch
+                failures.append(f"metric {name}: {type(exc).__name__}: {exc}")
+                metrics[name] = math.nan
+
+        async def judge() -> None:
+            assert self.judge is not None
+            value, fails = await self.judge.score(history, followup)
+            failures.extend(fails)
+            metrics["interactivity"] = math.nan if value is None else value
+
+        jobs = [run(k, f) for k, f in named.items()]
+        if self.judge is not None:
+            jobs.append(judge())
+        await asyncio.gather(*jobs)
+        return metrics, failures
+
+
+# --------------------------------------------------------------------------- task metrics
+
+def _assistant_texts(conv: Sequence[Message]) -> list[str]:
+    return [m.get("content") or "" for m in conv if m.get("role") == "assistant"]
+
+
+def bleu_task_metric(reference: str, *, extractor: Any = None) -> TaskMetric:
+    """BLEU against ``reference`` of the final document: extracted from the whole conversation
+    by ``extractor`` (an :class:`~icml25.collab.metrics.LLMExtractor`, as in the paper) or, by
+    default, the last assistant message."""
+    if extractor is not None:
+        async def extracted(conv: list[dict[str, Any]]) -> float:
+            return bleu(await extractor.extract(conv), reference)
+        return extracted
+
+    def metric(conv: list[dict[str, Any]]) -> float:
+        texts = _assistant_texts(conv)
+        return bleu(texts[-1], reference) if texts else 0.0
+    return metric
+
+
+def math_task_metric(reference_answer: str, *, judge: Any = None, problem: str = "",
+                     reference_solution: str = "") -> TaskMetric:
+    """1.0 when the last assistant message's final answer equals ``reference_answer`` (sympy).
+
+    With ``judge`` (an :class:`~icml25.collab.metrics.AccuracyJudge`), answers sympy cannot show
+    equal are sent to the LLM judge (e.g. "x = 5 or 7" vs "{5, 7}"); a judge that returns no
+    usable verdict counts as incorrect.
+    """
+    def sympy_check(conv: list[dict[str, Any]]) -> tuple[float, str]:
+        texts = _assistant_texts(conv)
+        if not texts:
+            return 0.0, ""
+        return float(math_equivalent(extract_final_answer(texts[-1]), reference_answer)), \
+            texts[-1]
+
+    if judge is None:
+        return lambda conv: sympy_check(conv)[0]
+
+    async def metric(conv: list[dict[str, Any]]) -> float:
+        value, last = sympy_check(conv)
+        if value == 1.0 or not last:
+            return value
+        verdict, _ = await judge.score(problem, reference_solution or reference_answer, last)
+        return verdict or 0.0
+    return metric
+
+
+def code_task_metric(tests: Sequence[str], *, timeout_s: float = 10.0, memory_mb: int = 512,
+                     extractor: Any = None) -> TaskMetric:
+    """Pass rate of the final code, run in the sandbox in a worker thread (concurrent branches
+    do not block the event loop). The code is extracted by ``extractor`` (an LLM, as in the
+    paper) or, by default, is the last fenced code block any assistant message wrote."""
+    tests = list(tests)
+
+    async def metric(conv: list[dict[str, Any]]) -> float:
+        if extractor is not None:
+            code = await extractor.extract(conv)
+        else:
+            code = next((last_code_block(t) for t in reversed(_assistant_texts(conv))
+                         if "```" in t), "")
+        if not code.strip():
+            return 0.0
+        return await asyncio.to_thread(code_pass_rate, code, tests, timeout_s=timeout_s,
+                                       memory_mb=memory_mb)
+    return metric

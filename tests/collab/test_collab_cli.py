@@ -1,0 +1,90 @@
+"""``icml25 collab reward`` end to end: offline echo backend and a loopback HTTP endpoint."""
+
+import json
+
+from typer.testing import CliRunner
+
+from icml25.collab.cli import app
+from icml25.collab.stub_server import StubServer, collab_responder
+
+ITEM = {"task": "math", "reference": "2+2=4",
+        "history": [{"role": "user", "content": "What is 2+2?"}],
+        "candidates": ["The answer is 4.", "The answer is 5."],
+        "metric": {"type": "math", "answer": "4"}}
+
+
+def test_reward_offline_echo(tmp_path):
+    f = tmp_path / "conv.json"
+    f.write_text(json.dumps(ITEM))
+    dpo = tmp_path / "dpo.jsonl"
+    r = CliRunner().invoke(app, ["reward", str(f), "--window", "1", "--samples", "2",
+                                 "--json", "--dpo-out", str(dpo), "--min-gap", "0.5",
+                                 "--weights", "task=1,token_cost=-1", "--no-judge"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    mr = out[0]["mr"]
+    assert mr[0] > 0.99 and mr[1] < 0.0 and out[0]["n_valid"] == [2, 2]
+    rows = [json.loads(line) for line in dpo.read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["chosen"][0]["content"] == "The answer is 4."
+
+
+def test_reward_against_http_endpoint(tmp_path):
+    f = tmp_path / "conv.jsonl"
+    f.write_text(json.dumps({**ITEM, "metric": None}) + "\n")
+    with StubServer(responder=collab_responder) as srv:
+        r = CliRunner().invoke(app, ["reward", str(f), "--model", f"openai:stub@{srv.url}",
+                                     "--window", "2", "--samples", "2", "--lam", "0",
+                                     "--out", str(tmp_path / "res.json")])
+        assert r.exit_code == 0, r.output
+        assert srv.requests == 2 * 2 * (2 + 2 + 1)
+    res = json.loads((tmp_path / "res.json").read_text())
+    assert [s["mr"] for s in res[0]["scores"]] == [0.5, 0.5]  # judge 0.5, no task, no cost
+    assert "Multiturn-aware reward" in r.stdout
+
+
+def test_reward_bad_inputs_give_clear_errors(tmp_path):
+    runner = CliRunner()
+    r = runner.invoke(app, ["reward", str(tmp_path / "missing.json")])
+    assert r.exit_code == 2 and "no such file" in r.output
+    f = tmp_path / "c.json"
+    f.write_text(json.dumps({"history": []}))
+    r = runner.invoke(app, ["reward", str(f)])
+    assert r.exit_code == 2 and "candidates" in r.output
+    f.write_text(json.dumps(ITEM))
+    r = runner.invoke(app, ["reward", str(f), "--model", "gemma-270m"])
+    assert r.exit_code == 2 and "planned" in r.output
+    r = runner.invoke(app, ["reward", str(f), "--weights", "bleu=1"])
+    assert r.exit_code == 2 and "not configured" in r.output
+
+
+def test_simulate_and_build_dataset_offline(tmp_path):
+    f = tmp_path / "tasks.jsonl"
+    f.write_text(json.dumps({"task": "math", "reference": "4",
+                             "metric": {"type": "math", "answer": "4"}}) + "\n")
+    runner = CliRunner()
+    r = runner.invoke(app, ["simulate", str(f), "--max-turns", "2"])
+    assert r.exit_code == 0, r.output
+    conv = json.loads(r.stdout.strip().splitlines()[-1])
+    assert conv["terminated"] and conv["failures"] == []
+    assert [m["role"] for m in conv["messages"]] == ["user", "assistant"]
+    assert conv["messages"][1]["content"] == "You said: Can you help me?"
+    with StubServer(responder=collab_responder) as srv:
+        r = runner.invoke(app, ["build-dataset", str(f), "--out-dir", str(tmp_path / "ds"),
+                                "--model", f"openai:stub@{srv.url}", "--window", "1",
+                                "--samples", "2", "--max-turns", "2", "--min-gap", "0"])
+    assert r.exit_code == 0, r.output
+    assert "2 scored turns" in r.output
+    conv = json.loads((tmp_path / "ds" / "conversations.jsonl").read_text())
+    assert [m["role"] for m in conv["messages"]] == ["user", "assistant", "user", "assistant"]
+    sft = [json.loads(x) for x in (tmp_path / "ds" / "sft.jsonl").read_text().splitlines()]
+    assert len(sft) == 1 and len(sft[0]["messages"]) == 4
+
+
+def test_build_dataset_on_builtin_fixtures(tmp_path):
+    r = CliRunner().invoke(app, ["build-dataset", "builtin:code", "--out-dir", str(tmp_path),
+                                 "--window", "1", "--samples", "1", "--max-turns", "1",
+                                 "--no-judge"])
+    assert r.exit_code == 0, r.output
+    assert "3 conversations, 3 scored turns" in r.output
+    rows = [json.loads(x) for x in (tmp_path / "conversations.jsonl").read_text().splitlines()]
+    assert all(c["failures"] == [] for c in rows)
