@@ -78,3 +78,22 @@ def test_cli_solve_file_writes_exactly_one_line_per_input(tmp_path, tiny_model):
     assert len(lines) == 3 and lines[1].startswith("error: ")
     assert len(lines[0]) == len(lines[2]) == 81 and lines[0].isdigit()
     assert "3 puzzles" in out.stderr and "1 rejected" in out.stderr
+
+
+def test_a_short_run_resumes_and_exports_with_its_training_card(tmp_path, data):
+    import json
+
+    from icml25.mdm.sudoku_mdm import export_checkpoint, load_model, train_sudoku
+    from icml25.nn import TrainConfig
+
+    cfg = TrainConfig(steps=4, batch_size=8, warmup_steps=1, checkpoint_every=2, log_every=2,
+                      out_dir=str(tmp_path / "run"))
+    small = default_model_config(d_model=16, n_layers=1, n_heads=2)
+    train_sudoku(*data, TrainConfig(**{**cfg.__dict__, "steps": 2}), small)
+    model, log = train_sudoku(*data, cfg, small)  # resumes at step 2
+    assert [row["step"] for row in log] == [2, 4]
+    dest = export_checkpoint(tmp_path / "run", tmp_path / "exported", "icml25 mdm train ...")
+    card = json.loads((dest / "training.json").read_text())
+    assert card["step"] == 4 and card["finished"] and card["examples_seen"] == 32
+    x = torch.zeros(1, 81, dtype=torch.long)
+    assert torch.equal(load_model(dest)(x), model.eval()(x))

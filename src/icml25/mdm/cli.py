@@ -132,6 +132,22 @@ def train(
 
 
 @app.command()
+def export(
+    run: Annotated[Path, typer.Argument(help="A training run folder (with checkpoint/).")],
+    dest: Annotated[Path, typer.Argument(help="Where to write the model.")],
+    command: Annotated[str, typer.Option(help="The training command, for the card.")] = "",
+) -> None:
+    """Export a run's latest checkpoint as a model folder with its training card."""
+    from icml25.mdm.sudoku_mdm import export_checkpoint
+
+    try:
+        path = export_checkpoint(run, dest, command)
+    except FileNotFoundError as exc:
+        raise typer.BadParameter(str(exc), param_hint="RUN") from None
+    _err(f"exported {path}")
+
+
+@app.command()
 def evaluate(
     model: Annotated[Path | None, typer.Option(help="Model folder (default: shipped).")] = None,
     n: Annotated[int, typer.Option(min=1)] = 1000,

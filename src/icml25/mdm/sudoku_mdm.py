@@ -179,6 +179,25 @@ def write_training_card(directory: Path, command: str, log: list[dict], extra: d
     (directory / "training.json").write_text(json.dumps(summary, indent=2))
 
 
+def export_checkpoint(run_dir: str | Path, dest: str | Path, command: str) -> Path:
+    """Copy a (possibly unfinished) run's latest weights to ``dest`` with its training card."""
+    run_dir = Path(run_dir)
+    ckpt = run_dir / "checkpoint"
+    if not (ckpt / "trainer_state.pt").exists():
+        raise FileNotFoundError(f"no checkpoint in {run_dir}")
+    meta = json.loads((ckpt / "config.json").read_text())
+    log = torch.load(ckpt / "trainer_state.pt", weights_only=False)["log"]
+    model = Transformer.load(ckpt)
+    dest = Path(dest)
+    model.save(dest, extra={"task": "sudoku", "step": meta["step"], "train": meta["train"]})
+    total = meta["train"]["steps"]
+    write_training_card(dest, command, log, {
+        "step": meta["step"], "planned_steps": total,
+        "examples_seen": meta["step"] * meta["train"]["batch_size"],
+        "finished": meta["step"] >= total, "params": model.num_params()})
+    return dest
+
+
 def flops_utilisation(model: Transformer, examples_per_s: float, peak_flops: float) -> float:
     """Achieved training FLOP/s over the machine's matmul peak."""
     return model.flops_per_token() * model.cfg.seq_len * examples_per_s / peak_flops
