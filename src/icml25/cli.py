@@ -20,6 +20,7 @@ from icml25 import __version__
 SUBAPPS: dict[str, str] = {
     "conformal": "Conformal prediction as Bayesian quadrature: risk bounds and calibration.",
     "worstoff": "Value of prediction vs access in identifying the worst-off (PAR).",
+    "creativity": "Algorithmic creativity: four tasks, exact scorer, NTP/teacherless/diffusion.",
     "collab": "CollabLLM: multiturn-aware rewards, user simulator, DPO data.",
     "review": "Peer-review platform with two-stage author feedback.",
     "royalties": "Shapley royalty shares for training-data creators.",

@@ -1,0 +1,201 @@
+"""``icml25 creativity``: generate the tasks, score answers, train and evaluate models."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="Algorithmic creativity: tasks, exact scorer, multi-token training and "
+                       "seed-conditioning.", no_args_is_help=True)
+
+TaskOpt = Annotated[str, typer.Option("--task", help="sibling | triangle | circle | line")]
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def _check_task(task: str) -> None:
+    from icml25.creativity.tasks import TASKS
+
+    if task not in TASKS:
+        raise typer.BadParameter(f"choose one of {', '.join(TASKS)}", param_hint="--task")
+
+
+def _params(pairs: list[str]) -> dict:
+    out = {}
+    for p in pairs:
+        key, sep, value = p.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"expected KEY=VALUE, got {p!r}", param_hint="--param")
+        try:
+            out[key] = int(value)
+        except ValueError:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                raise typer.BadParameter(f"{key} must be a number", param_hint="--param") from None
+    return out
+
+
+def _load_data(directory: Path, task: str):
+    """(task object, training examples) from a folder written by ``data``."""
+    from icml25.creativity.tasks import AnswerError, make_task, parse_line
+
+    meta_path = directory / "meta.json"
+    if not meta_path.exists() or not (directory / "train.txt").exists():
+        raise typer.BadParameter(f"{directory} has no meta.json/train.txt (make it with "
+                                 "`icml25 creativity data`)", param_hint="--data")
+    meta = json.loads(meta_path.read_text())
+    if meta["task"] != task:
+        raise typer.BadParameter(f"{directory} holds the {meta['task']} task, not {task}",
+                                 param_hint="--task")
+    t = make_task(task, meta["seed"], **meta["params"])
+    lines = (directory / "train.txt").read_text().splitlines()
+    try:
+        train = [parse_line(x) for x in lines if x.strip()]
+    except AnswerError as exc:
+        raise typer.BadParameter(f"bad train.txt: {exc}", param_hint="--data") from None
+    return t, train
+
+
+@app.command()
+def data(
+    task: TaskOpt,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Output folder.")],
+    seed: Annotated[int, typer.Option(min=0, help="Generator seed.")] = 0,
+    seed_len: Annotated[int, typer.Option(min=0, help="Seed-prefix length (0 = none).")] = 10,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", help="Task parameter KEY=VALUE, e.g. n_train=5000 (repeatable).")] = None,
+) -> None:
+    """Write train.txt, test_prompts.txt and meta.json for one task."""
+    from icml25.creativity.tasks import generate
+
+    _check_task(task)
+    try:
+        ds = generate(task, seed=seed, seed_len=seed_len, **_params(param or []))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--param") from None
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "train.txt").write_text("".join(e.line() + "\n" for e in ds.train))
+    (out / "test_prompts.txt").write_text("".join(p + "\n" for p in ds.test_prompts))
+    (out / "meta.json").write_text(json.dumps(ds.meta(), indent=2))
+    _err(f"{task}: {len(ds.train)} training lines, {len(ds.test_prompts)} test prompts -> {out}")
+
+
+@app.command()
+def score(
+    answers: Annotated[Path, typer.Argument(help="One answer per line ('-' = stdin).")],
+    task: TaskOpt,
+    data_dir: Annotated[Path, typer.Option("--data", help="Folder written by `data`.")],
+    details: Annotated[bool, typer.Option(help="Also list every line's judgement.")] = False,
+) -> None:
+    """Score answers: prints JSON with creativity, coherence, uniqueness, memorization, n."""
+    from icml25.creativity.scoring import Scorer
+
+    _check_task(task)
+    t, train = _load_data(data_dir, task)
+    try:
+        text = sys.stdin.read() if str(answers) == "-" else answers.read_text()
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot read {answers}: {exc.strerror}",
+                                 param_hint="ANSWERS") from None
+    report = Scorer(t, train).score(text.splitlines())
+    out = report.summary()
+    out["errors"] = [{"line": i + 1, "error": j.error}
+                     for i, j in enumerate(report.judgements) if j.error]
+    if details:
+        out["lines"] = [{"line": i + 1, "coherent": j.coherent, "memorized": j.memorized}
+                        for i, j in enumerate(report.judgements) if not j.error]
+    for e in out["errors"]:
+        _err(f"line {e['line']}: {e['error']}")
+    print(json.dumps(out, indent=2))
+
+
+@app.command("train")
+def train_cmd(
+    task: TaskOpt,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Run folder.")],
+    method: Annotated[str, typer.Option(help="ntp | teacherless | diffusion")] = "ntp",
+    data_dir: Annotated[Path | None, typer.Option(
+        "--data", help="Folder from `data` (default: generate with --param).")] = None,
+    seed_len: Annotated[int | None, typer.Option(
+        help="Seed-prefix length for training (0 = no seed; default: the data's).")] = None,
+    steps: Annotated[int, typer.Option(min=1)] = 2000,
+    batch_size: Annotated[int, typer.Option(min=1)] = 64,
+    lr: Annotated[float, typer.Option(min=0.0)] = 1e-3,
+    d_model: Annotated[int, typer.Option(min=8)] = 128,
+    n_layers: Annotated[int, typer.Option(min=1)] = 4,
+    n_heads: Annotated[int, typer.Option(min=1)] = 4,
+    eval_every: Annotated[int, typer.Option(min=0, help="Learning-curve interval.")] = 0,
+    seed: Annotated[int, typer.Option(min=0)] = 0,
+    param: Annotated[list[str] | None, typer.Option("--param")] = None,
+) -> None:
+    """Train a model from scratch; saves OUT/model (evaluate it with `evaluate OUT`)."""
+    from icml25.creativity.tasks import generate, make_task
+    from icml25.creativity.training import METHODS, TrainSettings, train_model
+
+    _check_task(task)
+    if method not in METHODS:
+        raise typer.BadParameter(f"choose one of {METHODS}", param_hint="--method")
+    if data_dir is not None:
+        t, train = _load_data(data_dir, task)
+    else:
+        t = make_task(task, seed, **_params(param or []))
+        train = generate(t, seed_len=10 if seed_len is None else seed_len).train
+    settings = TrainSettings(method=method, seed_len=seed_len, steps=steps,
+                             batch_size=batch_size, lr=lr, d_model=d_model, n_layers=n_layers,
+                             n_heads=n_heads, eval_every=eval_every, seed=seed)
+    try:
+        run = train_model(t, train, settings, out_dir=out,
+                          on_eval=lambda p: _err(json.dumps(p)))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    _err(f"trained {method} on {task} ({len(train)} lines, seed length {run.seed_len}) in "
+         f"{run.seconds:.1f} s -> {out / 'model'}")
+
+
+@app.command()
+def evaluate(
+    checkpoint: Annotated[Path, typer.Argument(help="Run folder from `train`.")],
+    n: Annotated[int, typer.Option(min=1, help="Generations (one per fresh prompt).")] = 1024,
+    temperature: Annotated[float | None, typer.Option(
+        min=0.0, help="0 = greedy (default for causal models; 1 for diffusion).")] = None,
+    top_k: Annotated[int | None, typer.Option(min=1, help="Top-k sampling (off by default).")]
+    = None,
+    seed: Annotated[int, typer.Option(min=0)] = 0,
+    answers_out: Annotated[Path | None, typer.Option("--answers", help="Save generations.")]
+    = None,
+) -> None:
+    """Generate from a trained model on fresh prompts and print the creativity scores."""
+    import numpy as np
+
+    from icml25.creativity.scoring import Scorer
+    from icml25.creativity.training import fresh_prompts, generate_answers, load_run
+
+    try:
+        run = load_run(checkpoint)
+    except (FileNotFoundError, ValueError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="CHECKPOINT") from None
+    rng = np.random.default_rng(seed)
+    if temperature is None:
+        temperature = 1.0 if run.method == "diffusion" else 0.0
+    if run.seed_len == 0 and temperature == 0:
+        _err("warning: a model trained without seeds, decoded greedily, gives one answer for "
+             "every prompt; pass --temperature")
+    prompts = fresh_prompts(run, n, rng)
+    import torch
+
+    answers = generate_answers(run, prompts, temperature=temperature, top_k=top_k,
+                               generator=torch.Generator().manual_seed(seed))
+    report = Scorer(run.task, run.train).score(answers, skip_errors=False).summary()
+    report.update(task=run.task.name, method=run.method, seed_len=run.seed_len,
+                  temperature=temperature, top_k=top_k)
+    if answers_out is not None:
+        answers_out.write_text("".join(f"{p}\t{a}\n" for p, a in zip(prompts, answers,
+                                                                        strict=True)))
+    print(json.dumps(report, indent=2))

@@ -1,0 +1,201 @@
+"""Headline reproduction: algorithmic creativity of NTP, teacherless and diffusion models, each
+with seed-conditioning (greedy decoding on fresh seeds) and without (temperature sampling), on
+Line (and, in ``--full``, Circle) construction; tiny from-scratch models on a CPU.
+
+The paper reports its numbers only as bar charts (no per-bar values in any source we could read),
+so the rows compare against the paper's qualitative claims, stated in each note.
+"""
+
+from __future__ import annotations
+
+from icml25.core import Outcome, RunContext, experiment, new_figure
+
+PAPER = ("Nagarajan, Wu, Ding & Raghunathan (ICML 2025), Roll the dice & look before you leap: "
+         "going beyond the creative limits of next-token prediction")
+METHOD_ORDER = ("ntp", "teacherless", "diffusion")
+MODEL = {"d_model": 64, "n_layers": 2, "n_heads": 4, "batch_size": 64, "lr": 1e-3,
+         "warmup_steps": 50}
+
+
+def run_grid(task_name: str, s: dict, seed: int, on_eval=None) -> dict:
+    """Train every method with and without seeds and evaluate it; returns nested results."""
+    import torch
+
+    from icml25.creativity.scoring import Scorer
+    from icml25.creativity.tasks import generate, make_task
+    from icml25.creativity.training import TrainSettings, evaluate_model, train_model
+
+    torch.set_num_threads(s.get("threads", 1))
+    params = {"n_test": s["n_eval"], **s.get("params", {})}
+    if task_name != "triangle":  # triangle's training size is its number of draws
+        params["n_train"] = s["n_train"]
+    task = make_task(task_name, seed, **params)
+    data = generate(task, seed_len=s["seed_len"])
+    out: dict = {}
+    for method in s["methods"]:
+        for cond, seed_len in (("seed", s["seed_len"]), ("null", 0)):
+            settings = TrainSettings(method=method, seed_len=seed_len, steps=s["steps"],
+                                     eval_every=s["eval_every"], eval_n=s["curve_n"], seed=seed,
+                                     **{**MODEL, **s.get("model", {})})
+            run = train_model(task, data.train, settings, on_eval=on_eval)
+            scorer = Scorer(task, run.train)
+            evals = {}
+            if cond == "seed":
+                evals["greedy"] = evaluate_model(run, scorer=scorer, n=s["n_eval"],
+                                                 temperature=0.0, seed=seed)
+            else:
+                for temp in s["temperatures"]:
+                    evals[f"T={temp}"] = evaluate_model(run, scorer=scorer, n=s["n_eval"],
+                                                        temperature=temp, seed=seed)
+                if s.get("top_k"):
+                    t = s["temperatures"][-1]
+                    evals[f"T={t},top-k={s['top_k']}"] = evaluate_model(
+                        run, scorer=scorer, n=s["n_eval"], temperature=t, top_k=s["top_k"],
+                        seed=seed)
+            out[f"{method}/{cond}"] = {"method": method, "conditioning": cond,
+                                       "seed_len": seed_len, "train_seconds": run.seconds,
+                                       "curve": run.curve, "evals": evals}
+    return out
+
+
+def best_null(entry: dict) -> tuple[str, dict]:
+    """The temperature setting with the highest creativity (the paper tunes it too)."""
+    return max(entry["evals"].items(), key=lambda kv: kv[1]["creativity"])
+
+
+def _figures(ctx: RunContext, task: str, grid: dict) -> None:
+    import numpy as np
+
+    methods = [m for m in METHOD_ORDER if f"{m}/seed" in grid]
+    fig, axes = new_figure(1, 3, size=(12, 3.4))
+    width = 0.38
+    for ax, key in zip(axes, ("creativity", "coherence", "memorization"), strict=True):
+        seed_vals = [grid[f"{m}/seed"]["evals"]["greedy"][key] for m in methods]
+        null_vals = [best_null(grid[f"{m}/null"])[1][key] for m in methods]
+        x = np.arange(len(methods))
+        ax.bar(x - width / 2, seed_vals, width, label="seed, greedy")
+        ax.bar(x + width / 2, null_vals, width, label="no seed, best temperature")
+        ax.set_xticks(x, methods)
+        ax.set(title=f"{task}: {key}")
+    axes[0].legend(fontsize=7)
+    ctx.save_figure(fig, f"{task}_bars")
+    if not any(entry["curve"] for entry in grid.values()):
+        return
+    fig, ax = new_figure()
+    for name, entry in grid.items():
+        if entry["curve"]:
+            ax.plot([p["step"] for p in entry["curve"]], [p["creativity"] for p in entry["curve"]],
+                    marker="o", label=name)
+    ax.set(xlabel="training step", ylabel="creativity (seeded causal: greedy; else T=1)",
+           title=f"{task}: learning curves")
+    ax.legend(fontsize=7)
+    ctx.save_figure(fig, f"{task}_curves")
+
+
+QUICK = {"tasks": ["line"], "methods": list(METHOD_ORDER), "n_train": 5000, "n_eval": 512,
+         "seed_len": 10, "steps": 500, "eval_every": 250, "curve_n": 128,
+         "temperatures": [1.0], "top_k": 0}
+FULL = {"tasks": ["line", "circle"], "methods": list(METHOD_ORDER), "n_train": 10_000,
+        "n_eval": 1024, "seed_len": 10, "steps": 5000, "eval_every": 500, "curve_n": 256,
+        "temperatures": [0.5, 1.0, 2.0], "top_k": 50, "threads": 2,
+        "model": {"d_model": 128, "n_layers": 4}}
+
+
+@experiment(
+    "creativity-construction",
+    paper=PAPER,
+    reproduces="Figures 4 and 6 (GPT-2 86M / SEDD 90M): creativity of NTP vs multi-token "
+               "objectives, seed-conditioning vs temperature sampling, Line/Circle construction",
+    published={},
+    quick=QUICK,
+    full=FULL,
+)
+def construction(ctx: RunContext) -> Outcome:
+    s = ctx.settings
+    rows, data, notes = [], {}, []
+    for task in s["tasks"]:
+        grid = run_grid(task, s, ctx.seed)
+        data[task] = grid
+        _figures(ctx, task, grid)
+        scale = (f"{s['n_train']} train, {s['n_eval']} samples, {s['steps']} steps, "
+                 f"d={s.get('model', {}).get('d_model', MODEL['d_model'])}")
+        for m in s["methods"]:
+            seeded = grid[f"{m}/seed"]["evals"]["greedy"]
+            label, null = best_null(grid[f"{m}/null"])
+            rows.append(ctx.compare(
+                f"{task} {m}: creativity, seed + greedy", round(seeded["creativity"], 4),
+                scale=scale, note=f"coherence {seeded['coherence']:.3f}, memorization "
+                                  f"{seeded['memorization']:.3f}"))
+            rows.append(ctx.compare(
+                f"{task} {m}: creativity, no seed ({label})", round(null["creativity"], 4),
+                scale=scale, note=f"coherence {null['coherence']:.3f}, memorization "
+                                  f"{null['memorization']:.3f}"))
+        ntp = grid["ntp/seed"]["evals"]["greedy"]["creativity"]
+        best_multi = max((grid[f"{m}/seed"]["evals"]["greedy"]["creativity"], m)
+                         for m in s["methods"] if m != "ntp")
+        notes.append(f"{task}: paper claim 'multi-token (teacherless, diffusion) more creative "
+                     f"than NTP' -> ours NTP {ntp:.3f} vs best multi-token {best_multi[1]} "
+                     f"{best_multi[0]:.3f} (seeded, greedy). The paper finds diffusion > NTP and "
+                     "teacherless ~= NTP at ~90M parameters.")
+        wins = sum(grid[f"{m}/seed"]["evals"]["greedy"]["creativity"]
+                   >= best_null(grid[f"{m}/null"])[1]["creativity"] for m in s["methods"])
+        notes.append(f"{task}: seed-conditioning at least as creative as the best temperature "
+                     f"for {wins} of {len(s['methods'])} methods (paper: yes for Line/Circle).")
+        low = [k for k, v in grid.items() if max(e["coherence"] for e in v["evals"].values())
+               < 0.05]
+        if low:
+            notes.append(f"{task}: coherence below 5% for {low}: those comparisons are not "
+                         "meaningful at this budget.")
+    notes.append("Models are trained from scratch (the paper fine-tunes pretrained GPT-2 / "
+                 "SEDD for Line/Circle); uniqueness is canonical (edge-order pattern), not the "
+                 "official raw-string count. Binomial standard error of a rate p over N "
+                 "samples: sqrt(p(1-p)/N) (<= 0.022 at N=512).")
+    return Outcome(comparisons=rows, data=data, notes=notes)
+
+
+DISCOVERY_QUICK = {
+    "tasks": ["sibling", "triangle"], "methods": list(METHOD_ORDER), "n_eval": 512,
+    "seed_len": 10, "steps": 250, "eval_every": 0, "curve_n": 128, "temperatures": [1.0],
+    "top_k": 0,
+    "task_params": {"sibling": {"n_parents": 5, "n_children": 30, "n_train": 1500},
+                    "triangle": {"n_nodes": 300, "n_draws": 1500}},  # ~half the triangles seen
+}
+DISCOVERY_FULL = {
+    **DISCOVERY_QUICK, "steps": 4000, "eval_every": 500, "n_eval": 1024,
+    "temperatures": [0.5, 1.0, 2.0], "top_k": 50, "threads": 2,
+    "model": {"d_model": 128, "n_layers": 4},
+    "task_params": {"sibling": {"n_parents": 5, "n_children": 100, "n_train": 5000},
+                    "triangle": {"n_nodes": 999, "n_draws": 15_000}},  # the paper's graph
+}
+
+
+@experiment(
+    "creativity-discovery",
+    paper=PAPER,
+    reproduces="Figure 4 (small models), Sibling and Triangle discovery at a reduced scale",
+    published={},
+    quick=DISCOVERY_QUICK,
+    full=DISCOVERY_FULL,
+)
+def discovery(ctx: RunContext) -> Outcome:
+    s = ctx.settings
+    rows, data = [], {}
+    for task in s["tasks"]:
+        tp = dict(s["task_params"][task])
+        n_train = tp.pop("n_train", None)
+        grid = run_grid(task, {**s, "n_train": n_train, "params": tp}, ctx.seed)
+        data[task] = grid
+        _figures(ctx, task, grid)
+        scale = ", ".join(f"{k}={v}" for k, v in s["task_params"][task].items())
+        for m in s["methods"]:
+            seeded = grid[f"{m}/seed"]["evals"]["greedy"]
+            label, null = best_null(grid[f"{m}/null"])
+            for name, ev in (("seed + greedy", seeded), (f"no seed ({label})", null)):
+                rows.append(ctx.compare(
+                    f"{task} {m}: creativity, {name}", round(ev["creativity"], 4),
+                    scale=f"{scale}, {s['steps']} steps",
+                    note=f"coherence {ev['coherence']:.3f}, memorization "
+                         f"{ev['memorization']:.3f}"))
+    notes = ["Paper (~90M models): no multi-token gain on Sibling, small-model Triangle "
+             "creativity <= ~0.1; the ~5x teacherless gain needs Gemma-2B scale."]
+    return Outcome(comparisons=rows, data=data, notes=notes)

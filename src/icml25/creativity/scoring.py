@@ -1,0 +1,117 @@
+"""The exact scorer: coherence, canonical uniqueness, originality and algorithmic creativity.
+
+For N answers T (one per test prompt), with coh = the task's validity rule and canon = its
+canonical form (sibling: the triple; triangle: the sorted vertex set; circle/line: the edge list
+with nodes renamed by first appearance, i.e. the paper's resolving permutation):
+
+- coherence    = #{coherent} / N
+- uniqueness   = #{distinct canon among coherent} / N        (the official code's "diversity")
+- memorization = #{coherent whose canon is a training answer's canon} / N
+- creativity   = #{distinct canon among coherent and not memorised} / N     (paper Eq. 1)
+
+Unlike the official ``eval_qa.py`` (distinct raw strings), reorderings and, for constructions,
+node renamings count once. Lines that cannot be read at all (empty, tokens outside the task's
+vocabulary) get an error and are left out of N.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from icml25.creativity.tasks import END, MARKERS, AnswerError, Example, Task
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """One scored answer: ``error`` is set for unreadable lines (then the rest is meaningless)."""
+
+    answer: str
+    coherent: bool = False
+    memorized: bool = False
+    canonical: object = None
+    error: str | None = None
+
+
+@dataclasses.dataclass
+class ScoreReport:
+    creativity: float
+    coherence: float
+    uniqueness: float
+    memorization: float
+    n: int
+    n_errors: int
+    judgements: list[Judgement]
+
+    def summary(self) -> dict:
+        """The headline numbers as a JSON-able dict."""
+        return {"creativity": self.creativity, "coherence": self.coherence,
+                "uniqueness": self.uniqueness, "memorization": self.memorization,
+                "n": self.n, "n_errors": self.n_errors}
+
+
+def answer_tokens(text: str, vocab: set[str]) -> list[str]:
+    """The answer tokens of one line, without ``</a>`` and what follows it.
+
+    Accepts a bare answer or a whole line (anything up to the last task marker is dropped).
+    Raises :class:`AnswerError` for empty lines and unknown tokens.
+    """
+    words = text.split()
+    marks = [i for i, w in enumerate(words) if w in MARKERS]
+    if marks:
+        words = words[marks[-1] + 1:]
+    if END in words:
+        words = words[:words.index(END)]
+    if not words:
+        raise AnswerError("empty answer")
+    bad = [w for w in words if w not in vocab]
+    if bad:
+        raise AnswerError(f"unknown token(s) {', '.join(repr(b) for b in bad[:3])}")
+    return words
+
+
+class Scorer:
+    """Scores answers of ``task`` against its training examples.
+
+    >>> from icml25.creativity.tasks import generate, make_task
+    >>> data = generate("line", seed=0, n_train=100, n_test=10)
+    >>> Scorer(make_task("line", 0), data.train).score([data.train[0].line()]).memorization
+    1.0
+    """
+
+    def __init__(self, task: Task, train: Iterable[Example]) -> None:
+        self.task = task
+        self.vocab = set(task.vocab())
+        self.seen = set()
+        for ex in train:
+            if ex.marker != task.marker:  # triangle's edge lines are knowledge, not answers
+                continue
+            canon = task.canonical([t for t in ex.answer if t != END])
+            if canon is not None:
+                self.seen.add(canon)
+
+    def judge(self, text: str) -> Judgement:
+        try:
+            toks = answer_tokens(text, self.vocab)
+        except AnswerError as exc:
+            return Judgement(text, error=str(exc))
+        canon = self.task.canonical(toks)
+        if canon is None:
+            return Judgement(text)
+        return Judgement(text, coherent=True, memorized=canon in self.seen, canonical=canon)
+
+    def score(self, answers: Sequence[str], *, skip_errors: bool = True) -> ScoreReport:
+        """Score all answers; unreadable ones are left out of N (``skip_errors``, for user
+        files) or counted as incoherent (for a model's own generations)."""
+        judged = [self.judge(a) for a in answers]
+        ok = [j for j in judged if j.error is None or not skip_errors]
+        n = len(ok)
+        coherent = [j for j in ok if j.coherent]
+        novel = {j.canonical for j in coherent if not j.memorized}
+        denom = max(n, 1)
+        return ScoreReport(
+            creativity=len(novel) / denom,
+            coherence=len(coherent) / denom,
+            uniqueness=len({j.canonical for j in coherent}) / denom,
+            memorization=sum(j.memorized for j in coherent) / denom,
+            n=n, n_errors=sum(j.error is not None for j in judged), judgements=judged)

@@ -1,0 +1,157 @@
+"""Rows for NTP / teacherless / diffusion, seed handling, decoding and a tiny training run."""
+
+import numpy as np
+import pytest
+import torch
+
+from icml25.creativity import generate, make_task, parse_line
+from icml25.creativity.training import (
+    IGNORE,
+    Run,
+    TrainSettings,
+    Vocab,
+    build_rows,
+    evaluate_model,
+    fresh_prompts,
+    generate_answers,
+    load_run,
+    reseed,
+    train_model,
+)
+
+torch.set_num_threads(1)
+
+
+def _line_data(n=20, seed_len=10):
+    data = generate("line", seed=0, n_train=n, n_test=5, seed_len=seed_len)
+    return make_task("line", 0, n_train=n, n_test=5), data
+
+
+def test_ntp_rows_supervise_answer_tokens_only():
+    task, data = _line_data(3)
+    vocab = Vocab(task.vocab())
+    rows = build_rows("line", data.train, vocab, "ntp")
+    x, y = rows["inputs"], rows["targets"]
+    assert x.shape == y.shape == (3, 11 + 27 - 1)
+    for r, ex in enumerate(data.train):
+        full = vocab.prompt(ex.seed, ex.marker) + vocab.encode(ex.answer)
+        assert x[r].tolist() == full[:-1]
+        assert y[r, :10].tolist() == [IGNORE] * 10  # seed and marker are never targets
+        assert y[r, 10:].tolist() == full[11:]  # the answer, from the marker's position on
+
+
+def test_teacherless_rows_replace_inputs_with_dummy_and_keep_labels():
+    task, data = _line_data(4)
+    vocab = Vocab(task.vocab())
+    ntp = build_rows("line", data.train, vocab, "ntp")
+    tl = build_rows("line", data.train, vocab, "teacherless")
+    assert tl["inputs"].shape[0] == 4 * 4  # circle/line: 1 NTP row + 3 teacherless rows
+    for r in range(4):
+        block_x, block_y = tl["inputs"][4 * r:4 * r + 4], tl["targets"][4 * r:4 * r + 4]
+        assert torch.equal(block_x[0], ntp["inputs"][r])
+        for k in (1, 2, 3):
+            assert torch.equal(block_y[k], ntp["targets"][r])  # labels kept
+            assert torch.equal(block_x[k, :11], ntp["inputs"][r, :11])  # prompt kept
+            assert (block_x[k, 11:] == vocab.dummy).all()  # every answer input is a dummy
+
+
+def test_teacherless_sibling_rows_are_single_target():
+    data = generate("sibling", seed=0, n_parents=2, n_children=5, n_train=6, n_test=2)
+    vocab = Vocab(make_task("sibling", 0, n_parents=2, n_children=5).vocab())
+    tl = build_rows("sibling", data.train, vocab, "teacherless")
+    assert tl["inputs"].shape[0] == 18
+    ex = data.train[0]
+    ans = vocab.encode(ex.answer)
+    y1, y2 = tl["targets"][1], tl["targets"][2]
+    assert [v for v in y1.tolist() if v != IGNORE] == [ans[1]]  # prompt + 1 dummy -> sibling 2
+    assert [v for v in y2.tolist() if v != IGNORE] == [ans[2]]  # prompt + 2 dummies -> parent
+    assert y1.tolist().index(ans[1]) == 11 and y2.tolist().index(ans[2]) == 12
+    assert (tl["inputs"][1, 11:] == vocab.dummy).all()
+
+
+def test_teacherless_triangle_adds_rows_to_about_half_the_triangle_lines():
+    data = generate("triangle", seed=0, n_nodes=60, n_draws=600, n_test=5)
+    task = make_task("triangle", 0, n_nodes=60, n_draws=600, n_test=5)
+    rows = build_rows("triangle", data.train, Vocab(task.vocab()), "teacherless")
+    n_tri = sum(e.marker == "tri:" for e in data.train)
+    extra = rows["inputs"].shape[0] - len(data.train)
+    assert abs(extra - n_tri / 2) < 4 * np.sqrt(n_tri / 4)  # Binomial(n_tri, 1/2)
+
+
+def test_diffusion_rows_mask_only_the_answer_span():
+    task, data = _line_data(3)
+    rows = build_rows("line", data.train, Vocab(task.vocab()), "diffusion")
+    assert rows["tokens"].shape == (3, 38)
+    assert not rows["maskable"][:, :11].any() and rows["maskable"][:, 11:].all()
+
+
+def test_reseed_strips_or_redraws_unique_seeds():
+    _, data = _line_data(50)
+    rng = np.random.default_rng(0)
+    stripped = reseed(data.train, 0, rng)
+    assert all(e.seed == "" for e in stripped)
+    short = reseed(data.train, 4, rng)
+    assert len({e.seed for e in short}) == 50 and all(len(e.seed) == 4 for e in short)
+    assert [e.answer for e in short] == [e.answer for e in data.train]
+
+
+def _untrained_run(method="ntp", seed_len=3):
+    from icml25.nn import Transformer, TransformerConfig
+
+    task, data = _line_data(30, seed_len)
+    vocab = Vocab(task.vocab())
+    model = Transformer(TransformerConfig(vocab_size=len(vocab), seq_len=seed_len + 1 + 27,
+                                          d_model=16, n_layers=1, n_heads=2,
+                                          causal=method != "diffusion"))
+    return Run(model, task, vocab, method, seed_len, data.train, [], 0.0)
+
+
+def test_test_prompts_use_fresh_seeds():
+    run = _untrained_run(seed_len=2)
+    prompts = fresh_prompts(run, 300, np.random.default_rng(1))
+    seeds = [p.split()[0] for p in prompts]
+    assert len(set(seeds)) == 300
+    assert not set(seeds) & {e.seed for e in run.train}
+    assert all(p.endswith(" <q>") and len(s) == 2 for p, s in zip(prompts, seeds, strict=True))
+
+
+def test_greedy_is_deterministic_and_sampling_varies():
+    run = _untrained_run()
+    prompts = ["abc <q>"] * 20
+    g1 = generate_answers(run, prompts)
+    assert len(set(g1)) == 1
+    sampled = generate_answers(run, prompts, temperature=1.0,
+                               generator=torch.Generator().manual_seed(0))
+    assert len(set(sampled)) > 10
+    top1 = generate_answers(run, prompts, temperature=5.0, top_k=1,
+                            generator=torch.Generator().manual_seed(0))
+    assert top1 == g1  # top-k = 1 is greedy whatever the temperature
+    for a in sampled:
+        toks = a.split()
+        assert "<pad>" not in toks and "<q>" not in toks and len(toks) <= 27
+    with pytest.raises(ValueError):
+        generate_answers(run, prompts, top_k=0)
+
+
+def test_diffusion_generation_fills_answer_span():
+    run = _untrained_run("diffusion")
+    out = generate_answers(run, ["abc <q>"] * 4, temperature=1.0,
+                           generator=torch.Generator().manual_seed(0))
+    assert len(out) == 4 and all(a and "<mask>" not in a for a in out)
+
+
+@pytest.mark.parametrize("method", ["ntp", "teacherless", "diffusion"])
+def test_tiny_training_lowers_loss_and_round_trips(tmp_path, method):
+    task, data = _line_data(200, seed_len=4)
+    settings = TrainSettings(method=method, steps=60, d_model=32, n_layers=1, n_heads=2,
+                             batch_size=32, lr=3e-3, warmup_steps=10)
+    run = train_model(task, data.train, settings, out_dir=tmp_path)
+    log = [__import__("json").loads(x) for x in (tmp_path / "train_log.jsonl").read_text()
+           .splitlines()]
+    assert log[-1]["loss"] < 0.8 * log[0]["loss"]
+    again = load_run(tmp_path)
+    assert again.method == method and again.seed_len == 4
+    assert [e.line() for e in again.train] == [e.line() for e in run.train]
+    rep = evaluate_model(again, n=16, seed=0)
+    assert rep["n"] == 16 and 0 <= rep["creativity"] <= rep["uniqueness"] <= rep["coherence"]
+    assert parse_line(f"{'a' * 4} <q> x").seed == "aaaa"
