@@ -117,3 +117,20 @@ def test_cli_reproduce_runs_selected_experiment_and_fails_on_failure(tmp_path, t
     assert (tmp_path / "report.html").exists() and (tmp_path / "toy-mean" / "result.json").exists()
     bad = CliRunner().invoke(app, ["reproduce", "toy-broken", "--out", str(tmp_path)])
     assert bad.exit_code == 1 and "boom" in bad.output
+
+
+def test_torch_threads_pinned_by_an_experiment_are_given_back(tmp_path):
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+
+    @experiment("toy-threads", subsystem="toy", paper="Toy", reproduces="nothing")
+    def toy_threads(ctx):
+        torch.set_num_threads(before + 1)
+        return Outcome()
+
+    try:
+        (exp,) = select(["toy-threads"])
+        assert run_experiment(exp, out_root=tmp_path).status == "ok"
+        assert torch.get_num_threads() == before
+    finally:
+        unregister("toy-threads")

@@ -30,10 +30,17 @@ def run(out_dir, steps=30, slow=0.0, ema=None):
         time.sleep(slow)
         return batch_fn(step, gen, rank)
 
-    model = make_model()
-    cfg = TrainConfig(steps=steps, batch_size=4, lr=3e-3, warmup_steps=3, checkpoint_every=5,
-                      log_every=5, seed=1, out_dir=out_dir, ema_decay=ema)
-    state = train(model, loss_fn, slow_batches, cfg)
+    # One thread: bit-exact comparisons across processes need the same reduction order.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = make_model()
+        cfg = TrainConfig(steps=steps, batch_size=4, lr=3e-3, warmup_steps=3,
+                          checkpoint_every=5, log_every=5, seed=1, out_dir=out_dir,
+                          ema_decay=ema)
+        state = train(model, loss_fn, slow_batches, cfg)
+    finally:
+        torch.set_num_threads(threads)
     return model, state
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -172,6 +173,16 @@ def _plain(x: Any) -> Any:
     return x
 
 
+def _torch_threads(restore: int | None = None) -> int | None:
+    """torch's intra-op thread count (None if torch is not loaded); sets it when ``restore``."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    if restore is not None:
+        torch.set_num_threads(restore)
+    return torch.get_num_threads()
+
+
 def rerun_command(name: str, mode: str, seed: int) -> str:
     return f"icml25 reproduce {name} --{mode} --seed {seed}"
 
@@ -195,6 +206,7 @@ def run_experiment(exp: Experiment, *, mode: str = "quick", seed: int = 0,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     start = time.perf_counter()
+    threads = _torch_threads()
     try:
         outcome = exp.func(ctx)
         if not isinstance(outcome, Outcome):
@@ -206,6 +218,8 @@ def run_experiment(exp: Experiment, *, mode: str = "quick", seed: int = 0,
     except Exception:
         result.status = "failed"
         result.error = traceback.format_exc()
+    finally:
+        _torch_threads(threads)  # an experiment may pin torch threads: give them back
     result.wall_time_s = round(time.perf_counter() - start, 3)
     result.figures = list(ctx.figures)
     (out_dir / "result.json").write_text(result.to_json())
