@@ -12,10 +12,10 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy import stats
 
 from icml25.conformal.calibration import calibrate_many
 from icml25.conformal.data import random_subsets
+from icml25.core.stats import clopper_pearson
 
 __all__ = ["MethodSpec", "TrialSummary", "clopper_pearson", "run_binomial",
            "run_heteroskedastic", "run_multilabel", "summarise"]
@@ -55,12 +55,6 @@ class TrialSummary:
 
     def row(self) -> dict:
         return dataclasses.asdict(self)
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact binomial confidence interval for a failure rate."""
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
-    return float(ci.low), float(ci.high)
 
 
 def summarise(label: str, lam: np.ndarray, risk: np.ndarray, alpha: float,

@@ -16,11 +16,13 @@ from icml25.core.registry import (
 )
 from icml25.core.report import load_results, write_report
 from icml25.core.seeding import make_rng, seed_everything
+from icml25.core.stats import clopper_pearson
 
 __all__ = [
     "Comparison",
     "Experiment",
     "ExperimentResult",
+    "clopper_pearson",
     "JsonRecord",
     "MissingExtraError",
     "Outcome",

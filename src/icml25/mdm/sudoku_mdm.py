@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from icml25.core.stats import clopper_pearson
 from icml25.mdm import sudoku
 from icml25.mdm.objective import mask_tokens, mdm_loss
 from icml25.mdm.sampler import sample
@@ -141,15 +142,6 @@ def solve_sudoku(puzzles: Iterable[str] | str, planner: str = "top_margin", step
         results.append(SolveResult(sudoku.format_grid(solved[k]), bool(valid[k])))
         k += 1
     return results
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    from scipy.stats import beta
-
-    a = (1 - level) / 2
-    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
-    return lo, hi
 
 
 def evaluate(model: Transformer, puzzles: np.ndarray, solutions: np.ndarray,
