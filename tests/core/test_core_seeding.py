@@ -34,4 +34,3 @@ def test_make_rng_passes_generators_through():
 def test_bad_seeds_are_rejected(bad):
     with pytest.raises(ValueError, match="seed"):
         seed_everything(bad)
-
