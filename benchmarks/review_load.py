@@ -16,6 +16,7 @@ import asyncio
 import os
 import random
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -144,7 +145,7 @@ def main() -> None:
             icml25 = Path(sys.executable).with_name("icml25")
             server = subprocess.Popen([str(icml25), "review", "serve", "--port", str(port),
                                        "--workers", str(args.workers)], env=env,
-                                      stdout=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, start_new_session=True,
                                       stderr=open(args.server_log, "wb"))  # noqa: SIM115
             for _ in range(300):
                 try:
@@ -155,8 +156,8 @@ def main() -> None:
             time.sleep(2)  # let every worker finish starting
             lat, errors = asyncio.run(drive(port, plan, args.users, args.seconds))
     finally:
-        if server is not None:
-            server.kill()
+        if server is not None:  # the whole group: uvicorn's workers outlive a killed parent
+            os.killpg(server.pid, signal.SIGKILL)
             server.wait()
         with admin.connect() as c:
             c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

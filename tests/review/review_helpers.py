@@ -8,9 +8,9 @@ from icml25.review.db import Settings
 
 
 def fast_settings(url: str, tmp_path) -> Settings:
-    """Settings with a cheap argon2 cost (tests only)."""
+    """Settings with a cheap argon2 cost and no deadline loop (tests only)."""
     return Settings(database_url=url, upload_dir=tmp_path / "uploads", argon2_time_cost=1,
-                    argon2_memory_kib=8192)
+                    argon2_memory_kib=8192, tick_seconds=0)
 
 
 def csrf_of(html: str) -> str:

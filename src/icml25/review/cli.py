@@ -153,6 +153,24 @@ def backup(out: Path = typer.Option(Path("."), "--out", help="folder for the bac
     typer.echo(f"backup written to {target}")
 
 
+@app.command()
+def tick(now: str | None = typer.Option(None, help="ISO time to act as (default: now)"),
+         database_url: str | None = DB_OPT) -> None:
+    """Advance venues whose phase deadline has passed (the server also does this every
+    $ICML25_TICK_SECONDS); prints one JSON line per venue that was due."""
+    from datetime import UTC, datetime
+
+    from icml25.review.service import ReviewService
+
+    s = _settings(database_url)
+    when = None
+    if now:
+        when = datetime.fromisoformat(now)
+        when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    for row in ReviewService(_session(s), s).advance_due(when):
+        typer.echo(json.dumps(row))
+
+
 @app.command("send-mail")
 def send_mail(database_url: str | None = DB_OPT) -> None:
     """Send queued notification e-mails over SMTP ($ICML25_SMTP_HOST)."""

@@ -42,6 +42,8 @@ class Settings:
     # argon2 cost; tests lower it, production keeps the argon2-cffi defaults
     argon2_time_cost: int = 3
     argon2_memory_kib: int = 65536
+    # how often the server advances venues whose phase deadline passed (0: never)
+    tick_seconds: float = 60.0
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -52,6 +54,7 @@ class Settings:
             upload_dir=Path(os.environ.get("ICML25_UPLOAD_DIR", str(home / "uploads"))),
             secure_cookies=os.environ.get("ICML25_SECURE_COOKIES", "") == "1",
             smtp_host=os.environ.get("ICML25_SMTP_HOST", ""),
+            tick_seconds=float(os.environ.get("ICML25_TICK_SECONDS", "60")),
         )
         if not s.database_url:
             s.database_url = f"sqlite:///{home / 'review.sqlite3'}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -52,6 +53,13 @@ def default_text(kind: str, **ctx: object) -> str:
     return samples[kind].format(**ctx)
 
 
+def demo_timeline(today: date) -> dict[str, str]:
+    """Deadlines ahead of ``today``, so a served demo stays in its phases (the server advances
+    a venue by itself once a deadline passes)."""
+    return {"reviewing": str(today + timedelta(days=14)),
+            "feedback": str(today + timedelta(days=28))}
+
+
 def ensure_user(svc: ReviewService, email: str, name: str, password: str = DEMO_PASSWORD,
                 admin: bool = False) -> m.User:
     """Return the user with ``email``, creating it if needed."""
@@ -76,7 +84,7 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
     chair = base.as_user(users["chair"])
     venue = chair.create_venue(slug, f"Demo venue ({PHASE_LABELS[upto]})",
                                reviews_per_paper=min(3, len(revs)),
-                               timeline={"reviewing": "2025-03-01", "feedback": "2025-03-15"})
+                               timeline=demo_timeline(date.today()))
     chair.add_member(venue, cast.ac, Role.AC)
     for e in cast.reviewers:
         chair.add_member(venue, e, Role.REVIEWER)

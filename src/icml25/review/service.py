@@ -52,9 +52,12 @@ from icml25.review.workflow import (
     Phase,
     PhaseFacts,
     Role,
+    TransitionError,
     at_least,
     authorize,
     check_transition,
+    deadline_end,
+    due_transition,
     next_phase,
     pseudonym,
 )
@@ -86,6 +89,13 @@ class LoginThrottled(PermissionError):
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _timeline(venue: m.Venue) -> dict[str, str]:
+    try:
+        return json.loads(venue.timeline or "{}")
+    except ValueError:
+        return {}
 
 
 def _aware(dt: datetime) -> datetime:
@@ -425,12 +435,60 @@ class ReviewService:
         if target is None:
             raise ServiceError("the venue is in its last phase")
         check_transition(current, target, self._phase_facts(venue), force=force)
+        self._move(venue, current, target, force=force)
+        return target
+
+    def _move(self, venue: m.Venue, current: Phase, target: Phase, **detail: object) -> None:
         venue.phase = target.value
         self._audit(venue.id, "phase.advance", f"venue:{venue.id}", frm=current.value,
-                    to=target.value, force=force)
+                    to=target.value, **detail)
         self._phase_mail(venue, target)
         self._commit()
-        return target
+
+    def advance_due(self, now: datetime | None = None) -> list[dict]:
+        """Advance every venue whose current phase's deadline has passed (the scheduler's job:
+        ``icml25 review tick`` or the server's background loop; needs no actor).
+
+        At the reviewing deadline the venue moves on even with reviews missing (they are late);
+        any other failed guard keeps the phase, and the chairs are told once per phase.
+        Safe to run from several processes at once: each venue row is locked and re-checked.
+        """
+        now = now or _now()
+        report = []
+        for vid in self.db.scalars(select(m.Venue.id).order_by(m.Venue.id)).all():
+            venue = self.db.get(m.Venue, vid, with_for_update=True, populate_existing=True)
+            current = Phase(venue.phase)
+            target = due_transition(current, _timeline(venue), now, venue.bidding_enabled)
+            if target is None:
+                self.db.rollback()
+                continue
+            row = {"venue": venue.slug, "from": current.value, "to": target.value}
+            try:
+                check_transition(current, target, self._phase_facts(venue),
+                                 force=current is Phase.REVIEWING)
+            except TransitionError as exc:
+                self._deadline_blocked(venue, current, str(exc))
+                report.append(row | {"advanced": False, "reason": str(exc)})
+                continue
+            self._move(venue, current, target, by="deadline")
+            report.append(row | {"advanced": True})
+        return report
+
+    def _deadline_blocked(self, venue: m.Venue, phase: Phase, reason: str) -> None:
+        seen = self.db.scalars(select(m.AuditEvent.detail).where(
+            m.AuditEvent.venue_id == venue.id, m.AuditEvent.action == "phase.deadline_blocked"))
+        if any(json.loads(d or "{}").get("phase") == phase.value for d in seen):
+            self.db.rollback()
+            return
+        self._audit(venue.id, "phase.deadline_blocked", f"venue:{venue.id}", phase=phase.value,
+                    reason=reason)
+        for u in self.db.scalars(select(m.User).join(
+                m.Membership, m.Membership.user_id == m.User.id).where(
+                m.Membership.venue_id == venue.id, m.Membership.role == Role.CHAIR.value)):
+            self._mail(venue.id, u.email, f"[{venue.name}] The {phase.value} deadline passed",
+                       f"The venue stays in '{phase.value}' because: {reason}. "
+                       "Fix it and advance the phase yourself.")
+        self._commit()
 
     def _phase_mail(self, venue: m.Venue, phase: Phase) -> None:
         # Bodies are generic on purpose: no reviewer or author identities in any e-mail.
@@ -1199,14 +1257,9 @@ class ReviewService:
 
     def reviewing_deadline(self, venue: m.Venue) -> datetime | None:
         """End of the reviewing deadline day (timeline), else when the venue left reviewing."""
-        try:
-            day = json.loads(venue.timeline or "{}").get("reviewing")
-        except ValueError:
-            day = None
+        day = _timeline(venue).get(Phase.REVIEWING.value)
         if day:
-            d = datetime.fromisoformat(day)
-            d = d if d.tzinfo else d.replace(tzinfo=UTC)
-            return d + timedelta(days=1) if len(day) <= 10 else d
+            return deadline_end(day)
         for ev in self.db.scalars(select(m.AuditEvent).where(
                 m.AuditEvent.venue_id == venue.id, m.AuditEvent.action == "phase.advance")
                 .order_by(m.AuditEvent.id)):

@@ -5,9 +5,12 @@ and render what it returns; authorisation and visibility live in the service lay
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +20,7 @@ from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from icml25.review import models as m
 from icml25.review.db import Settings, make_engine, make_sessionmaker
@@ -36,6 +40,9 @@ TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 TEMPLATES.env.globals.update(PHASE_LABELS=PHASE_LABELS, PHASE_ORDER=PHASE_ORDER, Phase=Phase)
 
 
+log = logging.getLogger("icml25.review")
+
+
 class CsrfError(PermissionError):
     """Missing or wrong CSRF token on a state-changing form."""
 
@@ -46,7 +53,17 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     settings = settings or Settings.from_env()
     engine = engine or make_engine(settings.database_url)
     maker = make_sessionmaker(engine)
-    app = FastAPI(title="icml25 review", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        loop = (asyncio.create_task(_deadline_loop(maker, settings))
+                if settings.tick_seconds > 0 else None)
+        yield
+        if loop is not None:
+            loop.cancel()
+
+    app = FastAPI(title="icml25 review", docs_url=None, redoc_url=None, openapi_url=None,
+                  lifespan=lifespan)
     app.state.settings, app.state.engine, app.state.maker = settings, engine, maker
     app.include_router(_pages())
     api = _api(settings, maker)
@@ -54,6 +71,26 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     _handlers(app, html=True)
 
     return SecurityHeaders(app, settings.max_request_bytes)  # type: ignore[return-value]
+
+
+def _advance_due_with(maker, settings: Settings) -> list[dict]:  # noqa: ANN001
+    db = maker()
+    try:
+        return ReviewService(db, settings).advance_due()
+    finally:
+        db.close()
+
+
+async def _deadline_loop(maker, settings: Settings) -> None:  # noqa: ANN001
+    """Every ``tick_seconds``: move venues on whose phase deadline passed. Each worker runs one;
+    the service locks and re-checks each venue, so they never double-advance."""
+    while True:
+        await asyncio.sleep(settings.tick_seconds)
+        try:
+            for row in await run_in_threadpool(_advance_due_with, maker, settings):
+                log.info("deadline: %s", json.dumps(row))
+        except Exception:  # a failed tick must not stop the server; the next one retries
+            log.exception("deadline tick failed")
 
 
 SECURITY_HEADERS = [

@@ -16,6 +16,7 @@ from the database and calls these functions; the web layer only calls the servic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 
@@ -128,6 +129,27 @@ def check_transition(current: Phase | str, target: Phase | str, facts: PhaseFact
     if target is Phase.NOTIFICATION and facts.n_undecided_submissions:
         raise TransitionError(
             f"{facts.n_undecided_submissions} submission(s) have no decision")
+
+
+def deadline_end(value: str) -> datetime:
+    """When a timeline deadline passes: the end of the day (UTC) for a date such as
+    ``2025-03-01``, else the given time (a time without a zone is read as UTC)."""
+    when = datetime.fromisoformat(value)
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return when + timedelta(days=1) if len(value.strip()) <= 10 else when
+
+
+def due_transition(phase: Phase | str, timeline: dict[str, str], now: datetime,
+                   bidding_enabled: bool = True) -> Phase | None:
+    """The phase a venue should move to because its current phase's deadline has passed.
+
+    The timeline maps a phase to the deadline that ends it; phases without one move only when
+    a chair advances them. At the feedback deadline this is what releases stage 2 for everyone.
+    """
+    value = timeline.get(Phase(phase).value)
+    if not value or now < deadline_end(value):
+        return None
+    return next_phase(phase, bidding_enabled)
 
 
 def stage2_released(phase: Phase | str, n_submitted_reviews: int, n_rated_reviews: int) -> bool:
