@@ -97,3 +97,17 @@ def test_a_short_run_resumes_and_exports_with_its_training_card(tmp_path, data):
     assert card["step"] == 4 and card["finished"] and card["examples_seen"] == 32
     x = torch.zeros(1, 81, dtype=torch.long)
     assert torch.equal(load_model(dest)(x), model.eval()(x))
+
+
+def test_cell_groups_are_rows_columns_and_boxes():
+    from icml25.mdm.sudoku_mdm import cell_groups
+
+    rows, cols, boxes = cell_groups()
+    assert (rows[30], cols[30], boxes[30]) == (3, 3, 4)
+    assert (rows[80], cols[80], boxes[80]) == (8, 8, 8)
+    for ids in (rows, cols, boxes):
+        assert np.bincount(ids).tolist() == [9] * 9
+    grid = np.array(boxes).reshape(9, 9)
+    assert (grid[:3, :3] == 0).all() and (grid[6:, 3:6] == 7).all()
+    cfg = default_model_config(cell_embeddings=True)
+    assert cfg.position_groups == [rows, cols, boxes]

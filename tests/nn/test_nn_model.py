@@ -41,6 +41,20 @@ def test_save_load_round_trip(tmp_path):
     assert torch.equal(tied(x), Transformer.load(tmp_path / "t").eval()(x))
 
 
+def test_position_groups_share_an_embedding_and_survive_save_load(tmp_path):
+    # rotary positions: the group table is the only absolute position signal
+    halves = [[0] * 6 + [1] * 6]
+    m = _model(positions="rotary", position_groups=halves, n_layers=1)
+    x = torch.full((1, 12), 3)
+    emb = m.tok(x) + m.groups[0](m.group_ids_0)
+    assert torch.equal(emb[0, 0], emb[0, 5]) and not torch.equal(emb[0, 0], emb[0, 6])
+    m.save(tmp_path / "g")
+    back = Transformer.load(tmp_path / "g").eval()
+    assert back.cfg.position_groups == halves and torch.equal(m(x), back(x))
+    with pytest.raises(ValueError, match="position group"):
+        TransformerConfig(vocab_size=5, seq_len=4, position_groups=[[0, 1, 2]])
+
+
 def test_bad_configs_and_inputs_are_refused(tmp_path):
     with pytest.raises(ValueError, match="multiple of n_heads"):
         TransformerConfig(vocab_size=5, seq_len=4, d_model=30, n_heads=4)

@@ -13,6 +13,8 @@ import typer
 app = typer.Typer(help="Masked diffusion with adaptive unmasking (Sudoku).", no_args_is_help=True)
 
 Planner = Annotated[str, typer.Option(help="random | top_prob | top_margin | entropy")]
+Noise = Annotated[float, typer.Option(
+    min=0.0, help="Gumbel noise coefficient on the planner's scores (the paper: 0.5).")]
 
 
 def _err(msg: str) -> None:
@@ -27,6 +29,7 @@ def solve(
     steps: Annotated[int, typer.Option(min=1, help="Reverse (sampling) steps.")] = 50,
     model: Annotated[Path | None, typer.Option(help="Model folder (default: shipped).")] = None,
     batch_size: Annotated[int, typer.Option(min=1)] = 500,
+    noise: Noise = 0.0,
 ) -> None:
     """Solve puzzles: one output line per input line (the solution or `error: ...`)."""
     from icml25.mdm.planners import PLANNERS
@@ -50,7 +53,8 @@ def solve(
         _err(f"error: {exc}")
         raise typer.Exit(2) from None
     start = time.perf_counter()
-    results = solve_sudoku(lines, planner=planner, steps=steps, model=net, batch_size=batch_size)
+    results = solve_sudoku(lines, planner=planner, steps=steps, model=net, batch_size=batch_size,
+                           noise=noise)
     for r in results:
         print(r.line())
     n_err = sum(r.error is not None for r in results)
@@ -97,6 +101,9 @@ def train(
     n_layers: int = 4,
     n_heads: int = 4,
     weighting: Annotated[str, typer.Option(help="elbo | none")] = "elbo",
+    cell_embeddings: Annotated[bool, typer.Option(
+        help="Add row/column/box embeddings (a deviation from the paper's plain positions).")]
+    = False,
     checkpoint_every: int = 500,
     seed: int = 0,
 ) -> None:
@@ -118,7 +125,8 @@ def train(
     cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, warmup_steps=warmup,
                       checkpoint_every=checkpoint_every, log_every=100, seed=seed,
                       out_dir=str(out))
-    model_cfg = default_model_config(d_model=d_model, n_layers=n_layers, n_heads=n_heads)
+    model_cfg = default_model_config(d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+                                     cell_embeddings=cell_embeddings)
 
     def show(row: dict) -> None:
         _err(json.dumps({k: round(v, 4) for k, v in row.items()}))
@@ -156,6 +164,7 @@ def evaluate(
     planners: Annotated[str, typer.Option(help="Comma-separated planners.")]
     = "random,top_prob,top_margin",
     seed: Annotated[int, typer.Option(help="Seed of the held-out puzzles.")] = 2,
+    noise: Noise = 0.0,
 ) -> None:
     """Fully-solved rate per planner on freshly generated held-out puzzles (JSON)."""
     from icml25.mdm import sudoku
@@ -163,5 +172,6 @@ def evaluate(
     from icml25.mdm.sudoku_mdm import load_model
 
     puzzles, solutions = sudoku.generate_dataset(n, seed=seed, difficulty=difficulty)
-    report = run_eval(load_model(model), puzzles, solutions, planners.split(","), steps=steps)
+    report = run_eval(load_model(model), puzzles, solutions, planners.split(","), steps=steps,
+                      noise=noise)
     print(json.dumps(report, indent=2))

@@ -36,7 +36,7 @@ def sample(
     *,
     steps: int = 50,
     planner: str = "top_margin",
-    noise: float | None = None,
+    noise: float = 0.0,
     k_mode: str | None = None,
     temperature: float = 0.0,
     remask: bool = False,
@@ -45,8 +45,10 @@ def sample(
 ) -> torch.Tensor:
     """Fill the ``maskable`` positions of ``tokens`` (B, L); returns new tokens.
 
-    ``noise``: Gumbel coefficient on the certainty (default 0.5 for adaptive planners, as in the
-    paper's puzzle experiments; unused by ``random``). ``k_mode``: "expected" or "binomial"
+    ``noise``: Gumbel coefficient on the certainty (unused by ``random``). The paper adds
+    0.5 x Gumbel to its puzzle runs; on margins, which lie in [0, 1], that much noise reorders
+    the reveals almost at random and costs most of the gain (measured in ``docs/mdm.md``),
+    so the default is none. ``k_mode``: "expected" or "binomial"
     reveal counts (default binomial for ``random`` = the vanilla sampler, expected otherwise).
     """
     if planner not in PLANNERS:
@@ -55,7 +57,6 @@ def sample(
         raise ValueError("steps must be >= 1")
     if tokens.shape != maskable.shape or tokens.dim() != 2:
         raise ValueError("tokens and maskable must both have shape (batch, length)")
-    noise = (0.0 if planner == "random" else 0.5) if noise is None else noise
     k_mode = k_mode or ("binomial" if planner == "random" else "expected")
     was_training = model.training
     model.eval()

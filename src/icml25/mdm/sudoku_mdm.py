@@ -29,10 +29,22 @@ MASK = 0
 SHIPPED = "checkpoints/sudoku"  # inside the icml25.mdm package
 
 
-def default_model_config(**overrides) -> TransformerConfig:
-    """0.8M parameters: the notes' smallest size that should still show the ordering effect."""
+def cell_groups() -> list[list[int]]:
+    """Row, column and box of each of the 81 cells (row-major)."""
+    cells = range(81)
+    return [[c // 9 for c in cells], [c % 9 for c in cells],
+            [(c // 27) * 3 + (c % 9) // 3 for c in cells]]
+
+
+def default_model_config(*, cell_embeddings: bool = False, **overrides) -> TransformerConfig:
+    """0.8M parameters: the notes' smallest size that should still show the ordering effect.
+
+    ``cell_embeddings`` adds learned row, column and box embeddings to the paper's learned
+    absolute positions, a deviation that tells a small model which cells constrain each other.
+    """
     base = dict(vocab_size=10, seq_len=81, d_model=128, n_layers=4, n_heads=4, dropout=0.0,
-                causal=False, positions="learned")
+                causal=False, positions="learned",
+                position_groups=cell_groups() if cell_embeddings else None)
     return TransformerConfig(**(base | overrides))
 
 
@@ -109,7 +121,7 @@ class SolveResult:
 
 def solve_grids(model: Transformer, puzzles: np.ndarray, *, planner: str = "top_margin",
                 steps: int = 50, batch_size: int = 500, seed: int = 0,
-                noise: float | None = None, remask: bool = False) -> np.ndarray:
+                noise: float = 0.0, remask: bool = False) -> np.ndarray:
     """Fill the blanks of ``puzzles`` (n, 81) int; returns (n, 81) int8 grids."""
     gen = torch.Generator().manual_seed(seed)
     out = []
@@ -123,7 +135,7 @@ def solve_grids(model: Transformer, puzzles: np.ndarray, *, planner: str = "top_
 
 def solve_sudoku(puzzles: Iterable[str] | str, planner: str = "top_margin", steps: int = 50,
                  model: Transformer | None = None, *, batch_size: int = 500,
-                 seed: int = 0) -> list[SolveResult]:
+                 seed: int = 0, noise: float = 0.0) -> list[SolveResult]:
     """Solve puzzle strings (81 chars, ``0`` or ``.`` for blanks): one result per input.
 
     Malformed puzzles get a result with ``error`` set; the others are still solved.
@@ -132,7 +144,7 @@ def solve_sudoku(puzzles: Iterable[str] | str, planner: str = "top_margin", step
     grids, errors = sudoku.parse_puzzles(lines)
     model = model or load_model()
     solved = solve_grids(model, grids, planner=planner, steps=steps, batch_size=batch_size,
-                         seed=seed)
+                         seed=seed, noise=noise)
     valid = sudoku.is_solution_of(grids, solved) if len(grids) else np.zeros(0, bool)
     results, k = [], 0
     for err in errors:
@@ -146,12 +158,12 @@ def solve_sudoku(puzzles: Iterable[str] | str, planner: str = "top_margin", step
 
 def evaluate(model: Transformer, puzzles: np.ndarray, solutions: np.ndarray,
              planners: Sequence[str] = ("random", "top_prob", "top_margin"), *,
-             steps: int = 50, seed: int = 0) -> dict[str, dict[str, float]]:
+             steps: int = 50, seed: int = 0, noise: float = 0.0) -> dict[str, dict[str, float]]:
     """Fully-solved rate (valid grid matching the clues), cell accuracy on blanks, 95% CI."""
     report = {}
     blanks = puzzles == 0
     for planner in planners:
-        grids = solve_grids(model, puzzles, planner=planner, steps=steps, seed=seed)
+        grids = solve_grids(model, puzzles, planner=planner, steps=steps, seed=seed, noise=noise)
         ok = sudoku.is_solution_of(puzzles, grids)
         k, n = int(ok.sum()), len(ok)
         lo, hi = clopper_pearson(k, n)

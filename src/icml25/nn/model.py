@@ -1,5 +1,9 @@
 """A pre-norm transformer, causal or bidirectional, with learned or rotary positions.
 
+``position_groups`` adds structure a task knows about its positions: each entry maps every
+position to a group id (e.g. a Sudoku cell's row, column and box) and gets a learned embedding
+table, summed into the input like the position embedding.
+
 Saved as ``model.safetensors`` + ``config.json`` (``save`` / ``Transformer.load``).
 """
 
@@ -28,6 +32,7 @@ class TransformerConfig:
     positions: str = "learned"  # learned | rotary
     out_size: int | None = None  # output classes; default vocab_size
     tie_embeddings: bool = False
+    position_groups: list[list[int]] | None = None  # per table: a group id for each position
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads:
@@ -41,6 +46,10 @@ class TransformerConfig:
         for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive")
+        for ids in self.position_groups or []:
+            if len(ids) != self.seq_len or min(ids) < 0:
+                raise ValueError("each position group needs a non-negative id per position "
+                                 f"({self.seq_len}), got {len(ids)} ids")
 
 
 def _rotary_tables(seq_len: int, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,6 +104,10 @@ class Transformer(nn.Module):
         self.cfg = cfg
         self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos = nn.Embedding(cfg.seq_len, cfg.d_model) if cfg.positions == "learned" else None
+        groups = cfg.position_groups or []
+        self.groups = nn.ModuleList(nn.Embedding(max(ids) + 1, cfg.d_model) for ids in groups)
+        for i, ids in enumerate(groups):
+            self.register_buffer(f"group_ids_{i}", torch.tensor(ids), persistent=False)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
@@ -129,6 +142,8 @@ class Transformer(nn.Module):
         x = self.tok(idx)
         if self.pos is not None:
             x = x + self.pos(torch.arange(t, device=idx.device))
+        for i, table in enumerate(self.groups):
+            x = x + table(getattr(self, f"group_ids_{i}")[:t])
         x = self.drop(x)
         rotary = (self.rot_cos, self.rot_sin) if self.pos is None else None
         for block in self.blocks:
