@@ -29,6 +29,21 @@ def test_reward_offline_echo(tmp_path):
     assert len(rows) == 1 and rows[0]["chosen"][0]["content"] == "The answer is 4."
 
 
+def test_reward_token_counter_option(tmp_path):
+    f = tmp_path / "conv.json"
+    f.write_text(json.dumps(ITEM))
+    base = ["reward", str(f), "--window", "1", "--samples", "1", "--json", "--no-judge",
+            "--weights", "token_cost=-1", "--lam", "1e-3"]
+    costs = {}
+    for counter in ("approx", "tiktoken:cl100k_base"):
+        r = CliRunner().invoke(app, [*base, "--tokens", counter])
+        assert r.exit_code == 0, r.output
+        costs[counter] = json.loads(r.stdout.strip().splitlines()[-1])[0]["mr"]
+    assert costs["approx"] != costs["tiktoken:cl100k_base"]  # a different count, same run
+    r = CliRunner().invoke(app, [*base, "--tokens", "words"])
+    assert r.exit_code == 2 and "unknown token counter" in r.output
+
+
 def test_reward_against_http_endpoint(tmp_path):
     f = tmp_path / "conv.jsonl"
     f.write_text(json.dumps({**ITEM, "metric": None}) + "\n")

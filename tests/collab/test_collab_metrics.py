@@ -89,6 +89,15 @@ def test_token_counter():
         token_counter("bpe")
 
 
+def test_tiktoken_counts_offline_match_openai_encodings():
+    pytest.importorskip("bpe_openai")
+    # Token ids published for these encodings: "Hello", ",", " world", "!"
+    assert token_counter("tiktoken:cl100k_base")("Hello, world!") == 4
+    assert token_counter("tiktoken:o200k_base")("Hello, world! <|endoftext|>") > 4
+    with pytest.raises(ValueError, match="not supported"):
+        token_counter("tiktoken:nope")
+
+
 def test_accuracy_judge_backs_up_sympy_and_extractor_falls_back():
     import asyncio
 

@@ -108,6 +108,9 @@ def reward_cmd(
     window: Annotated[int, typer.Option(help="Rounds simulated after each candidate (w).")] = 2,
     samples: Annotated[int, typer.Option(help="Forward samples per candidate (S).")] = 3,
     lam: Annotated[float, typer.Option(help="Token penalty lambda.")] = 5e-4,
+    tokens: Annotated[str, typer.Option(
+        help="Token counter for the cost term: approx | tiktoken:ENCODING (offline).")]
+    = "approx",
     weights: Annotated[str | None, typer.Option(
         help="User-defined weights, e.g. task=1,interactivity=0.5,token_cost=-1.")] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge",
@@ -125,7 +128,7 @@ def reward_cmd(
 
     from icml25.collab.chat import RetryPolicy, load_chat_model
     from icml25.collab.dataset import ScoredTurn, dpo_rows, write_jsonl
-    from icml25.collab.metrics import InteractivityJudge
+    from icml25.collab.metrics import InteractivityJudge, token_counter
     from icml25.collab.reward import MultiturnReward
     from icml25.collab.simulator import Assistant, UserSimulator
 
@@ -143,12 +146,14 @@ def reward_cmd(
         user_m = backend(user_model or model)
         judge = None if no_judge else InteractivityJudge(backend(judge_model or model))
         w = _parse_weights(weights)
+        count = token_counter(tokens)
         jobs = []
         for i, it in enumerate(items):
             mr = MultiturnReward(
                 UserSimulator(user_m, str(it.get("task", "")), _hidden_goal(it)),
                 Assistant(assistant_model), task_metric=_task_metric(it.get("metric"), i),
-                judge=judge, window=window, n_samples=samples, weights=w, token_penalty=lam)
+                judge=judge, window=window, n_samples=samples, weights=w, token_penalty=lam,
+                count_tokens=count)
             mr._check()
             mr._weights()
             jobs.append((mr, it))
@@ -279,6 +284,9 @@ def build_dataset_cmd(
     window: Annotated[int, typer.Option(help="MR window (w).")] = 2,
     samples: Annotated[int, typer.Option(help="MR samples (S).")] = 3,
     lam: Annotated[float, typer.Option(help="Token penalty lambda.")] = 5e-4,
+    tokens: Annotated[str, typer.Option(
+        help="Token counter for the cost term: approx | tiktoken:ENCODING (offline).")]
+    = "approx",
     max_turns: Annotated[int, typer.Option(help="Assistant turns per conversation.")] = 4,
     min_gap: Annotated[float, typer.Option(help="Minimum MR gap for a DPO pair.")] = 0.02,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip the judge.")] = False,
@@ -292,7 +300,7 @@ def build_dataset_cmd(
 
     from icml25.collab.dataset import dpo_rows, sft_rows, write_jsonl
     from icml25.collab.engine import grow_conversation
-    from icml25.collab.metrics import InteractivityJudge
+    from icml25.collab.metrics import InteractivityJudge, token_counter
     from icml25.collab.reward import MultiturnReward
     from icml25.collab.simulator import PROACTIVE_SYSTEM_PROMPT, Assistant, UserSimulator
 
@@ -301,12 +309,13 @@ def build_dataset_cmd(
         am, um, jm = _backends([model, user_model or model, judge_model or model], concurrency,
                                timeout, retries)
         judge = None if no_judge else InteractivityJudge(jm)
+        count = token_counter(tokens)
         jobs = []
         for i, it in enumerate(items):
             mr = MultiturnReward(UserSimulator(um, str(it["task"]), _hidden_goal(it)),
                                  Assistant(am), task_metric=_task_metric(it.get("metric"), i),
                                  judge=judge, window=window, n_samples=samples,
-                                 token_penalty=lam)
+                                 token_penalty=lam, count_tokens=count)
             mr._check()
             jobs.append(mr)
         if max_turns < 1 or min_gap < 0:

@@ -284,7 +284,9 @@ class InteractivityJudge:
 
 def token_counter(name: str = "approx"):
     """A ``text -> int`` token counter: ``"approx"`` (offline word/punctuation count) or
-    ``"tiktoken:<encoding>"`` (needs tiktoken and its encoding file already cached locally)."""
+    ``"tiktoken:<encoding>"`` (e.g. ``cl100k_base``, ``o200k_base``): OpenAI's BPE counts
+    through ``bpe-openai``, which is tiktoken-compatible and ships its tables, so it works
+    offline where tiktoken would download them."""
     from icml25.collab.chat import approx_token_count
 
     if name == "approx":
@@ -292,8 +294,11 @@ def token_counter(name: str = "approx"):
     if name.startswith("tiktoken:"):
         from icml25.core import require_extra
 
-        tiktoken = require_extra("tiktoken", "llm")
-        enc = tiktoken.get_encoding(name.split(":", 1)[1])
+        bpe = require_extra("bpe_openai", "llm")
+        try:
+            enc = bpe.get_encoding(name.split(":", 1)[1])
+        except bpe.UnsupportedModelError as exc:
+            raise ValueError(str(exc)) from None
         return lambda text: len(enc.encode(text or "", disallowed_special=()))
     raise ValueError(f"unknown token counter {name!r}; use 'approx' or 'tiktoken:<encoding>'")
 
