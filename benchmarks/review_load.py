@@ -5,6 +5,10 @@
 submissions (25 %) and author feedback updates (15 %). Prints p50/p95/p99 latency per kind,
 throughput and the error count. Target (issue 10): p95 < 300 ms for page views, zero errors.
 
+``--think S``: each user waits uniformly 0.5 S to 1.5 S between requests, like a person
+reading a page (locust's ``between``); the default 0 is a saturation test, in which every user
+fires its next request the moment the last one returns, so latency measures the queue.
+
     .venv/bin/python benchmarks/review_load.py            # local PostgreSQL (ICML25_TEST_PG_URL)
     .venv/bin/python benchmarks/review_load.py --users 10 --seconds 10 --workers 2
 """
@@ -78,8 +82,10 @@ def setup(url: str, tmp: Path, n_papers: int) -> dict:
 
 
 async def user(client: httpx.AsyncClient, plan: dict, until: float, rng: random.Random,
-               lat: dict[str, list[float]], errors: list[str]) -> None:
+               lat: dict[str, list[float]], errors: list[str], think: float = 0.0) -> None:
     n = 0
+    if think:
+        await asyncio.sleep(rng.uniform(0, think))  # users arrive spread out, not in a burst
     while time.perf_counter() < until:
         n += 1
         u = rng.random()
@@ -109,16 +115,19 @@ async def user(client: httpx.AsyncClient, plan: dict, until: float, rng: random.
             kind = "error"
             errors.append(repr(exc))
         lat.setdefault(kind, []).append(time.perf_counter() - t0)
+        if think:
+            await asyncio.sleep(rng.uniform(0.5 * think, 1.5 * think))
 
 
-async def drive(port: int, plan: dict, users: int, seconds: float) -> tuple[dict, list]:
+async def drive(port: int, plan: dict, users: int, seconds: float,
+                think: float = 0.0) -> tuple[dict, list]:
     lat: dict[str, list[float]] = {}
     errors: list[str] = []
     limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}/api/v1", timeout=30,
                                  limits=limits) as client:
         until = time.perf_counter() + seconds
-        await asyncio.gather(*(user(client, plan, until, random.Random(i), lat, errors)
+        await asyncio.gather(*(user(client, plan, until, random.Random(i), lat, errors, think)
                                for i in range(users)))
     return lat, errors
 
@@ -129,6 +138,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--papers", type=int, default=8, help="per venue (4 reviewers, load 6)")
+    ap.add_argument("--think", type=float, default=0.0,
+                    help="mean seconds a user waits between requests (0: saturation test)")
     ap.add_argument("--server-log", default=os.devnull, help="server stderr goes here")
     args = ap.parse_args()
     name = f"icml25_review_load_{uuid.uuid4().hex[:8]}"
@@ -154,7 +165,7 @@ def main() -> None:
                 except httpx.TransportError:
                     time.sleep(0.2)
             time.sleep(2)  # let every worker finish starting
-            lat, errors = asyncio.run(drive(port, plan, args.users, args.seconds))
+            lat, errors = asyncio.run(drive(port, plan, args.users, args.seconds, args.think))
     finally:
         if server is not None:  # the whole group: uvicorn's workers outlive a killed parent
             os.killpg(server.pid, signal.SIGKILL)
@@ -163,7 +174,8 @@ def main() -> None:
             c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
     total = sum(len(v) for v in lat.values())
-    print(f"{args.users} users, {args.seconds:.0f} s, {args.workers} workers, PostgreSQL: "
+    print(f"{args.users} users (think {args.think:g} s), {args.seconds:.0f} s, "
+          f"{args.workers} workers, PostgreSQL: "
           f"{total} requests ({total / args.seconds:.0f}/s), {len(errors)} errors")
     for kind, xs in sorted(lat.items()):
         ms = np.array(xs) * 1000
