@@ -111,3 +111,20 @@ def test_cell_groups_are_rows_columns_and_boxes():
     assert (grid[:3, :3] == 0).all() and (grid[6:, 3:6] == 7).all()
     cfg = default_model_config(cell_embeddings=True)
     assert cfg.position_groups == [rows, cols, boxes]
+
+
+def test_cli_evaluate_reads_a_puzzle_file(tmp_path, tiny_model, data):
+    import json
+
+    _, path = tiny_model
+    f = tmp_path / "held_out.npz"
+    sudoku.save_dataset(f, *data, seed=11, difficulty="easy")
+    out = CliRunner().invoke(app, ["evaluate", "--model", str(path), "--data", str(f),
+                                   "--planners", "random,top_margin", "--steps", "3",
+                                   "--noise", "0.5"])
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.stdout)
+    assert set(report) == {"random", "top_margin"}
+    assert all(r["n"] == len(data[0]) and 0 <= r["cell_acc"] <= 1 for r in report.values())
+    missing = CliRunner().invoke(app, ["evaluate", "--data", str(tmp_path / "none.npz")])
+    assert missing.exit_code == 2  # a usage error, not a traceback

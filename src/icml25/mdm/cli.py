@@ -165,13 +165,19 @@ def evaluate(
     = "random,top_prob,top_margin",
     seed: Annotated[int, typer.Option(help="Seed of the held-out puzzles.")] = 2,
     noise: Noise = 0.0,
+    data: Annotated[Path | None, typer.Option(
+        exists=True, dir_okay=False,
+        help="Evaluate on this .npz (from `generate`) instead of generating N puzzles.")] = None,
 ) -> None:
-    """Fully-solved rate per planner on freshly generated held-out puzzles (JSON)."""
+    """Fully-solved rate per planner on held-out puzzles (JSON)."""
     from icml25.mdm import sudoku
     from icml25.mdm.sudoku_mdm import evaluate as run_eval
     from icml25.mdm.sudoku_mdm import load_model
 
-    puzzles, solutions = sudoku.generate_dataset(n, seed=seed, difficulty=difficulty)
+    if data is not None:
+        puzzles, solutions = sudoku.load_dataset(data)
+    else:
+        puzzles, solutions = sudoku.generate_dataset(n, seed=seed, difficulty=difficulty)
     report = run_eval(load_model(model), puzzles, solutions, planners.split(","), steps=steps,
                       noise=noise)
     print(json.dumps(report, indent=2))
