@@ -27,7 +27,7 @@ PAPER_NOISE = 0.5  # App. D.2: Gumbel noise with coefficient 0.5 on the certaint
         "hard: vanilla (%)": 3.62, "hard: top prob (%)": 9.44, "hard: top margin (%)": 49.88,
     },
     quick={"train_steps": 0, "n_easy": 200, "n_hard": 100, "steps": 50, "sweep_n": 50},
-    full={"train_steps": 24_000, "base_puzzles": 20_000, "n_easy": 1000, "n_hard": 1000,
+    full={"train_steps": 16_000, "base_puzzles": 20_000, "n_easy": 1000, "n_hard": 1000,
           "steps": 50, "sweep_n": 300},
 )
 def sudoku_planners(ctx: RunContext) -> Outcome:

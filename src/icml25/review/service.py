@@ -455,8 +455,10 @@ class ReviewService:
         """
         now = now or _now()
         report = []
-        for vid in self.db.scalars(select(m.Venue.id).order_by(m.Venue.id)).all():
-            venue = self.db.get(m.Venue, vid, with_for_update=True, populate_existing=True)
+        for venue in self.db.scalars(select(m.Venue).order_by(m.Venue.id)).all():
+            if due_transition(venue.phase, _timeline(venue), now, venue.bidding_enabled) is None:
+                continue  # most venues, most minutes: no lock taken
+            venue = self.db.get(m.Venue, venue.id, with_for_update=True, populate_existing=True)
             current = Phase(venue.phase)
             target = due_transition(current, _timeline(venue), now, venue.bidding_enabled)
             if target is None:
