@@ -26,3 +26,14 @@ def web_login(client, email: str, password: str) -> None:
     r = client.post("/login", data={"email": email, "password": password,
                                     "csrf_token": csrf_of(page.text)}, follow_redirects=False)
     assert r.status_code == 303, r.text
+
+
+def service_as(db, settings, email: str | None = None):
+    """The review service acting as the user with ``email`` (anonymous when None)."""
+    from sqlalchemy import select
+
+    from icml25.review import models as m
+    from icml25.review.service import ReviewService
+
+    base = ReviewService(db, settings)
+    return base.as_user(db.scalar(select(m.User).where(m.User.email == email))) if email else base

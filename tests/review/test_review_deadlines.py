@@ -9,6 +9,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from review_helpers import service_as
 from sqlalchemy import select
 
 from icml25.review import models as m
@@ -20,13 +21,8 @@ CAST = Cast()
 LATER = datetime(2030, 1, 1, tzinfo=UTC)
 
 
-def _svc(db, settings, email=None):
-    base = ReviewService(db, settings)
-    return base.as_user(db.scalar(select(m.User).where(m.User.email == email))) if email else base
-
-
 def _set_deadline(db, settings, slug, phase, day):
-    chair = _svc(db, settings, CAST.chair)
+    chair = service_as(db, settings, CAST.chair)
     venue = chair.venue(slug)
     chair.set_timeline(venue, {phase.value: day})
     return venue
@@ -51,10 +47,10 @@ def test_due_transition():
 
 def test_feedback_deadline_releases_stage2_for_everyone(db, settings):
     populate_venue(db, settings, "fd", Phase.REVIEWING)
-    chair = _svc(db, settings, CAST.chair)
+    chair = service_as(db, settings, CAST.chair)
     chair.advance_phase(chair.venue("fd"))  # stage 1 out; nobody has rated anything
     _set_deadline(db, settings, "fd", Phase.FEEDBACK, "2026-05-01")
-    author = _svc(db, settings, CAST.authors[0])
+    author = service_as(db, settings, CAST.authors[0])
     sid = db.scalars(select(m.Submission.id).order_by(m.Submission.id)).first()
 
     def hidden_parts():
@@ -63,38 +59,38 @@ def test_feedback_deadline_releases_stage2_for_everyone(db, settings):
 
     assert hidden_parts() == []
     before = datetime(2026, 5, 1, 23, 0, tzinfo=UTC)
-    assert _svc(db, settings).advance_due(before) == []
-    report = _svc(db, settings).advance_due(datetime(2026, 5, 2, 0, 1, tzinfo=UTC))
+    assert service_as(db, settings).advance_due(before) == []
+    report = service_as(db, settings).advance_due(datetime(2026, 5, 2, 0, 1, tzinfo=UTC))
     assert report == [{"venue": "fd", "from": "feedback", "to": "rebuttal", "advanced": True}]
     assert chair.venue("fd").phase == Phase.REBUTTAL.value
     assert hidden_parts() and set(hidden_parts()) == {"weaknesses", "score"}
     ev = db.scalars(select(m.AuditEvent).where(m.AuditEvent.action == "phase.advance")
                     .order_by(m.AuditEvent.id.desc())).first()
     assert ev.actor_id is None and '"by": "deadline"' in ev.detail
-    assert _svc(db, settings).advance_due(LATER) == []  # rebuttal has no deadline
+    assert service_as(db, settings).advance_due(LATER) == []  # rebuttal has no deadline
 
 
 def test_reviewing_deadline_closes_with_late_reviews_missing(db, settings):
     populate_venue(db, settings, "late", Phase.ASSIGNMENT)
-    chair = _svc(db, settings, CAST.chair)
+    chair = service_as(db, settings, CAST.chair)
     chair.advance_phase(chair.venue("late"))  # reviewing; nobody has written a review
     _set_deadline(db, settings, "late", Phase.REVIEWING, "2026-04-01")
     with pytest.raises(Exception, match="not submitted"):  # a chair needs force
         chair.advance_phase(chair.venue("late"))
-    report = _svc(db, settings).advance_due(LATER)
+    report = service_as(db, settings).advance_due(LATER)
     assert [r["advanced"] for r in report] == [True]
     assert chair.venue("late").phase == Phase.FEEDBACK.value
 
 
 def test_blocked_guard_keeps_the_phase_and_tells_the_chairs_once(db, settings):
     populate_venue(db, settings, "blk", Phase.SUBMISSION)
-    chair = _svc(db, settings, CAST.chair)
+    chair = service_as(db, settings, CAST.chair)
     venue = chair.venue("blk")
     chair.advance_phase(venue)  # bidding
     chair.advance_phase(venue)  # assignment, nobody assigned yet
     _set_deadline(db, settings, "blk", Phase.ASSIGNMENT, "2026-04-01")
     for _ in range(2):
-        report = _svc(db, settings).advance_due(LATER)
+        report = service_as(db, settings).advance_due(LATER)
         assert len(report) == 1 and not report[0]["advanced"]
         assert "no reviewer assigned" in report[0]["reason"]
     assert chair.venue("blk").phase == Phase.ASSIGNMENT.value
@@ -107,7 +103,7 @@ def test_concurrent_ticks_advance_once(engine, settings, db):
     from icml25.review.db import make_sessionmaker
 
     populate_venue(db, settings, "race", Phase.REVIEWING)
-    chair = _svc(db, settings, CAST.chair)
+    chair = service_as(db, settings, CAST.chair)
     chair.advance_phase(chair.venue("race"))
     _set_deadline(db, settings, "race", Phase.FEEDBACK, "2026-04-01")
     maker, start, reports = make_sessionmaker(engine), threading.Barrier(4), []
@@ -138,7 +134,7 @@ def test_tick_cli(db, settings):
     from icml25.review.cli import app
 
     populate_venue(db, settings, "cli", Phase.REVIEWING)
-    chair = _svc(db, settings, CAST.chair)
+    chair = service_as(db, settings, CAST.chair)
     chair.advance_phase(chair.venue("cli"))
     _set_deadline(db, settings, "cli", Phase.FEEDBACK, "2026-04-01")
     url = settings.database_url
@@ -155,7 +151,7 @@ def test_server_loop_advances_due_venues(db, settings, engine):
     from icml25.review.web import create_app
 
     populate_venue(db, settings, "loop", Phase.REVIEWING)
-    chair = _svc(db, settings, CAST.chair)
+    chair = service_as(db, settings, CAST.chair)
     chair.advance_phase(chair.venue("loop"))
     _set_deadline(db, settings, "loop", Phase.FEEDBACK, "2020-01-01")
     settings.tick_seconds = 0.05

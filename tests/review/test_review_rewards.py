@@ -8,7 +8,10 @@ import copy
 import json
 
 import pytest
-from review_helpers import fast_settings  # noqa: F401  (fixtures come from conftest)
+from review_helpers import (
+    fast_settings,  # noqa: F401  (fixtures come from conftest)
+    service_as,
+)
 from sqlalchemy import select
 from typer.testing import CliRunner
 
@@ -74,24 +77,19 @@ def test_credential_signs_and_any_tampering_fails():
         verify(forged, pub)
 
 
-def _svc(db, settings, email):
-    base = ReviewService(db, settings)
-    return base.as_user(db.scalar(select(m.User).where(m.User.email == email)))
-
-
 def test_rewards_flow_close_profile_and_verify(db, settings, client, tmp_path, monkeypatch):
     cast = Cast()
 
     def hook(phase):
-        chair = _svc(db, settings, cast.chair)
+        chair = service_as(db, settings, cast.chair)
         venue = chair.venue("rw")
         if phase is Phase.SUBMISSION:
             chair.set_timeline(venue, {"reviewing": "2999-01-01"})
         if phase is Phase.DECISION:
-            ac = _svc(db, settings, cast.ac)
+            ac = service_as(db, settings, cast.ac)
             for i, r in enumerate(db.scalars(select(m.Review).order_by(m.Review.id))):
                 ac.rate_review(r.id, 1 + i % 5)
-            author = _svc(db, settings, cast.authors[0])
+            author = service_as(db, settings, cast.authors[0])
             r0 = db.scalars(select(m.Review)).first()
             with pytest.raises(NotAllowed):
                 author.rate_review(r0.id, 5)
@@ -99,7 +97,7 @@ def test_rewards_flow_close_profile_and_verify(db, settings, client, tmp_path, m
                 chair.close_venue(venue)
 
     populate_venue(db, settings, "rw", Phase.NOTIFICATION, on_phase=hook)
-    chair = _svc(db, settings, cast.chair)
+    chair = service_as(db, settings, cast.chair)
     venue = chair.venue("rw")
     scores = chair.quality_scores(venue)
     assert len(scores) == len(cast.reviewers)
@@ -111,9 +109,9 @@ def test_rewards_flow_close_profile_and_verify(db, settings, client, tmp_path, m
     n_badges = len(db.scalars(select(m.Badge)).all())
     assert n_badges == sum(counts.values())
     with pytest.raises(NotAllowed):
-        _svc(db, settings, cast.reviewers[0]).quality_scores(venue)
+        service_as(db, settings, cast.reviewers[0]).quality_scores(venue)
     # a reviewer sees the formula, and their own numbers only over >= 3 author ratings
-    mine = [_svc(db, settings, e).my_quality(venue) for e in cast.reviewers]
+    mine = [service_as(db, settings, e).my_quality(venue) for e in cast.reviewers]
     assert all("0.5 A + 0.3 C + 0.2 T" in q["formula"] for q in mine)
     assert any(not q["available"] for q in mine) or all("quality" in q for q in mine)
     best = scores[0]["user_id"]
@@ -214,7 +212,7 @@ def test_impact_formula():
 
 def test_citation_import_and_impact(db, settings):
     venue = populate_venue(db, settings, "imp", Phase.REBUTTAL, n_papers=2)
-    chair = _svc(db, settings, Cast().chair)
+    chair = service_as(db, settings, Cast().chair)
     with pytest.raises(ServiceError, match="columns"):
         chair.import_citations(venue, "paper,count\n1,3\n")
     with pytest.raises(ServiceError, match="#9"):
@@ -230,4 +228,4 @@ def test_citation_import_and_impact(db, settings):
         assert imp[uid]["impact"] == pytest.approx((2.0 if nums == {1} else 1.0)
                                                    if nums != {2} else 0.0, abs=1e-4)
     with pytest.raises(NotAllowed):
-        _svc(db, settings, Cast().reviewers[0]).reviewer_impact(venue)
+        service_as(db, settings, Cast().reviewers[0]).reviewer_impact(venue)

@@ -20,6 +20,9 @@ _MODEL_HELP = ("Backend: openai:NAME@URL (any OpenAI-compatible endpoint), opena
                "gemma-270m (the shipped Gemma 3 270M base model: offline, slow, a smoke test; "
                "it does not follow instructions), scripted:echo (offline, no model).")
 
+TokenCounter = Annotated[str, typer.Option(
+    help="Token counter for the cost term: approx | tiktoken:ENCODING (offline).")]
+
 
 @app.callback()
 def _main() -> None:
@@ -108,9 +111,7 @@ def reward_cmd(
     window: Annotated[int, typer.Option(help="Rounds simulated after each candidate (w).")] = 2,
     samples: Annotated[int, typer.Option(help="Forward samples per candidate (S).")] = 3,
     lam: Annotated[float, typer.Option(help="Token penalty lambda.")] = 5e-4,
-    tokens: Annotated[str, typer.Option(
-        help="Token counter for the cost term: approx | tiktoken:ENCODING (offline).")]
-    = "approx",
+    tokens: TokenCounter = "approx",
     weights: Annotated[str | None, typer.Option(
         help="User-defined weights, e.g. task=1,interactivity=0.5,token_cost=-1.")] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge",
@@ -157,7 +158,7 @@ def reward_cmd(
             mr._check()
             mr._weights()
             jobs.append((mr, it))
-    except (ValueError, TypeError, NotImplementedError, KeyError, ImportError) as exc:
+    except (ValueError, TypeError, KeyError, ImportError) as exc:
         raise _fail(str(exc)) from None
 
     async def run_all():
@@ -252,7 +253,7 @@ def simulate_cmd(
         if max_turns < 1:
             raise ValueError("--max-turns must be >= 1")
         am, um = _backends([model, user_model or model], concurrency, timeout, retries)
-    except (ValueError, TypeError, NotImplementedError, ImportError) as exc:
+    except (ValueError, TypeError, ImportError) as exc:
         raise _fail(str(exc)) from None
     assistant = Assistant(am, PROACTIVE_SYSTEM_PROMPT if proactive else None)
 
@@ -284,9 +285,7 @@ def build_dataset_cmd(
     window: Annotated[int, typer.Option(help="MR window (w).")] = 2,
     samples: Annotated[int, typer.Option(help="MR samples (S).")] = 3,
     lam: Annotated[float, typer.Option(help="Token penalty lambda.")] = 5e-4,
-    tokens: Annotated[str, typer.Option(
-        help="Token counter for the cost term: approx | tiktoken:ENCODING (offline).")]
-    = "approx",
+    tokens: TokenCounter = "approx",
     max_turns: Annotated[int, typer.Option(help="Assistant turns per conversation.")] = 4,
     min_gap: Annotated[float, typer.Option(help="Minimum MR gap for a DPO pair.")] = 0.02,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip the judge.")] = False,
@@ -320,7 +319,7 @@ def build_dataset_cmd(
             jobs.append(mr)
         if max_turns < 1 or min_gap < 0:
             raise ValueError("--max-turns must be >= 1 and --min-gap >= 0")
-    except (ValueError, TypeError, NotImplementedError, KeyError, ImportError) as exc:
+    except (ValueError, TypeError, KeyError, ImportError) as exc:
         raise _fail(str(exc)) from None
     policies = [Assistant(am), Assistant(am, PROACTIVE_SYSTEM_PROMPT)]
 
