@@ -27,3 +27,21 @@ def test_run_grid_toy():
     assert [p["step"] for p in grid["ntp/seed"]["curve"]] == [3]
     label, ev = best_null(grid["ntp/null"])
     assert ev["n"] == 16 and label in grid["ntp/null"]["evals"]
+
+
+def test_run_grid_cache_reuses_finished_cells_and_ignores_stale_ones(tmp_path, monkeypatch):
+    from icml25.creativity import experiments
+
+    s = {"methods": ["ntp"], "n_train": 30, "n_eval": 8, "seed_len": 2, "steps": 2,
+         "eval_every": 0, "curve_n": 4, "temperatures": [1.0], "top_k": 0,
+         "model": {"d_model": 16, "n_layers": 1, "n_heads": 2, "batch_size": 4}}
+    first = experiments.run_grid("line", s, 0, cache_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["line-ntp-null.json",
+                                                          "line-ntp-seed.json"]
+    calls = []
+    real = experiments._run_cell
+    monkeypatch.setattr(experiments, "_run_cell", lambda *a: calls.append(a[5]) or real(*a))
+    assert experiments.run_grid("line", s, 0, cache_dir=tmp_path) == first
+    assert calls == []  # both cells came from the cache
+    experiments.run_grid("line", {**s, "steps": 3}, 0, cache_dir=tmp_path)
+    assert calls == ["seed", "null"]  # other settings: recomputed and overwritten

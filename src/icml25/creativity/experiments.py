@@ -8,6 +8,10 @@ so the rows compare against the paper's qualitative claims, stated in each note.
 
 from __future__ import annotations
 
+import json
+from functools import partial
+from pathlib import Path
+
 from icml25.core import Outcome, RunContext, experiment, new_figure
 
 PAPER = ("Nagarajan, Wu, Ding & Raghunathan (ICML 2025), Roll the dice & look before you leap: "
@@ -17,13 +21,37 @@ MODEL = {"d_model": 64, "n_layers": 2, "n_heads": 4, "batch_size": 64, "lr": 1e-
          "warmup_steps": 50}
 
 
-def run_grid(task_name: str, s: dict, seed: int, on_eval=None) -> dict:
-    """Train every method with and without seeds and evaluate it; returns nested results."""
+# Settings that change a cell's result (threads only change its speed).
+CELL_KEYS = ("n_train", "n_eval", "seed_len", "steps", "eval_every", "curve_n", "temperatures",
+             "top_k", "model", "params")
+
+
+def _cached_cell(path: Path | None, key: dict, compute) -> dict:
+    """Load a grid cell written by an earlier run with the same ``key``, or compute and write it,
+    so that a long ``--full`` grid resumes after a kill, one finished cell at a time."""
+    if path is not None and path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("key") == key:
+            return saved["result"]
+    result = compute()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"key": key, "result": result}))
+        tmp.replace(path)
+    return result
+
+
+def run_grid(task_name: str, s: dict, seed: int, on_eval=None,
+             cache_dir: str | Path | None = None) -> dict:
+    """Train every method with and without seeds and evaluate it; returns nested results.
+
+    With ``cache_dir``, each finished (method, conditioning) cell is kept there as JSON and reused
+    by a later call with the same settings.
+    """
     import torch
 
-    from icml25.creativity.scoring import Scorer
     from icml25.creativity.tasks import generate, make_task
-    from icml25.creativity.training import TrainSettings, evaluate_model, train_model
 
     torch.set_num_threads(s.get("threads", 1))
     params = {"n_test": s["n_eval"], **s.get("params", {})}
@@ -32,30 +60,46 @@ def run_grid(task_name: str, s: dict, seed: int, on_eval=None) -> dict:
     task = make_task(task_name, seed, **params)
     data = generate(task, seed_len=s["seed_len"])
     out: dict = {}
+    base_key = {"task": task_name, "seed": seed, **{k: s.get(k) for k in CELL_KEYS}}
     for method in s["methods"]:
         for cond, seed_len in (("seed", s["seed_len"]), ("null", 0)):
-            settings = TrainSettings(method=method, seed_len=seed_len, steps=s["steps"],
-                                     eval_every=s["eval_every"], eval_n=s["curve_n"], seed=seed,
-                                     **{**MODEL, **s.get("model", {})})
-            run = train_model(task, data.train, settings, on_eval=on_eval)
-            scorer = Scorer(task, run.train)
-            evals = {}
-            if cond == "seed":
-                evals["greedy"] = evaluate_model(run, scorer=scorer, n=s["n_eval"],
-                                                 temperature=0.0, seed=seed)
-            else:
-                for temp in s["temperatures"]:
-                    evals[f"T={temp}"] = evaluate_model(run, scorer=scorer, n=s["n_eval"],
-                                                        temperature=temp, seed=seed)
-                if s.get("top_k"):
-                    t = s["temperatures"][-1]
-                    evals[f"T={t},top-k={s['top_k']}"] = evaluate_model(
-                        run, scorer=scorer, n=s["n_eval"], temperature=t, top_k=s["top_k"],
-                        seed=seed)
-            out[f"{method}/{cond}"] = {"method": method, "conditioning": cond,
-                                       "seed_len": seed_len, "train_seconds": run.seconds,
-                                       "curve": run.curve, "evals": evals}
+            key = json.loads(json.dumps({**base_key, "method": method, "conditioning": cond}))
+            path = Path(cache_dir) / f"{task_name}-{method}-{cond}.json" if cache_dir else None
+            out[f"{method}/{cond}"] = _cached_cell(path, key, partial(
+                _run_cell, task, data, s, seed, method, cond, seed_len, on_eval))
     return out
+
+
+def _run_cell(task, data, s: dict, seed: int, method: str, cond: str, seed_len: int,
+              on_eval) -> dict:
+    """Train one model and evaluate it: greedy on fresh seeds, or at each temperature."""
+    from icml25.creativity.scoring import Scorer
+    from icml25.creativity.training import TrainSettings, evaluate_model, train_model
+
+    settings = TrainSettings(method=method, seed_len=seed_len, steps=s["steps"],
+                             eval_every=s["eval_every"], eval_n=s["curve_n"], seed=seed,
+                             **{**MODEL, **s.get("model", {})})
+    run = train_model(task, data.train, settings, on_eval=on_eval)
+    scorer = Scorer(task, run.train)
+    evals = {}
+    if cond == "seed":
+        evals["greedy"] = evaluate_model(run, scorer=scorer, n=s["n_eval"], temperature=0.0,
+                                         seed=seed)
+    else:
+        for temp in s["temperatures"]:
+            evals[f"T={temp}"] = evaluate_model(run, scorer=scorer, n=s["n_eval"],
+                                                temperature=temp, seed=seed)
+        if s.get("top_k"):
+            t = s["temperatures"][-1]
+            evals[f"T={t},top-k={s['top_k']}"] = evaluate_model(
+                run, scorer=scorer, n=s["n_eval"], temperature=t, top_k=s["top_k"], seed=seed)
+    return {"method": method, "conditioning": cond, "seed_len": seed_len,
+            "train_seconds": run.seconds, "curve": run.curve, "evals": evals}
+
+
+def _cells(ctx: RunContext) -> Path | None:
+    """Where ``--full`` keeps finished cells (hours of training); quick runs always recompute."""
+    return ctx.out_dir / "cells" if ctx.mode == "full" else None
 
 
 def best_null(entry: dict) -> tuple[str, dict]:
@@ -96,7 +140,7 @@ QUICK = {"tasks": ["line"], "methods": list(METHOD_ORDER), "n_train": 5000, "n_e
          "seed_len": 10, "steps": 500, "eval_every": 250, "curve_n": 128,
          "temperatures": [1.0], "top_k": 0}
 FULL = {"tasks": ["line", "circle"], "methods": list(METHOD_ORDER), "n_train": 10_000,
-        "n_eval": 1024, "seed_len": 10, "steps": 5000, "eval_every": 500, "curve_n": 256,
+        "n_eval": 1024, "seed_len": 10, "steps": 3000, "eval_every": 500, "curve_n": 256,
         "temperatures": [0.5, 1.0, 2.0], "top_k": 50, "threads": 2,
         "model": {"d_model": 128, "n_layers": 4}}
 
@@ -114,7 +158,7 @@ def construction(ctx: RunContext) -> Outcome:
     s = ctx.settings
     rows, data, notes = [], {}, []
     for task in s["tasks"]:
-        grid = run_grid(task, s, ctx.seed)
+        grid = run_grid(task, s, ctx.seed, cache_dir=_cells(ctx))
         data[task] = grid
         _figures(ctx, task, grid)
         scale = (f"{s['n_train']} train, {s['n_eval']} samples, {s['steps']} steps, "
@@ -183,7 +227,8 @@ def discovery(ctx: RunContext) -> Outcome:
     for task in s["tasks"]:
         tp = dict(s["task_params"][task])
         n_train = tp.pop("n_train", None)
-        grid = run_grid(task, {**s, "n_train": n_train, "params": tp}, ctx.seed)
+        grid = run_grid(task, {**s, "n_train": n_train, "params": tp}, ctx.seed,
+                        cache_dir=_cells(ctx))
         data[task] = grid
         _figures(ctx, task, grid)
         scale = ", ".join(f"{k}={v}" for k, v in s["task_params"][task].items())

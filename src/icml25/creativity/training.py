@@ -227,8 +227,12 @@ def load_run(directory: str | Path) -> Run:
 
 def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings, *,
                 out_dir: str | Path | None = None,
-                on_eval: Callable[[dict], None] | None = None) -> Run:
-    """Train one model from scratch on ``examples`` of ``task`` with ``settings.method``."""
+                on_eval: Callable[[dict], None] | None = None,
+                on_log: Callable[[dict], None] | None = None) -> Run:
+    """Train one model from scratch on ``examples`` of ``task`` with ``settings.method``.
+
+    ``on_eval`` gets each learning-curve point, ``on_log`` each trainer log row (loss, lr,
+    examples/s)."""
     s = settings
     rng = np.random.default_rng([s.seed, 3])
     examples = reseed(examples, s.seed_len, rng)
@@ -264,7 +268,9 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     scorer = Scorer(task, examples) if s.eval_every else None
     eval_rng = np.random.default_rng([s.seed, 4])
 
-    def on_log(row: dict) -> None:
+    def log_row(row: dict) -> None:
+        if on_log:
+            on_log(row)
         if scorer is None or row["step"] % s.eval_every:
             return
         # A model without seeds decoded greedily repeats one answer: sample it at T = 1.
@@ -281,7 +287,7 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
                       checkpoint_every=max(s.steps, 1),
                       out_dir=str(out_dir) if out_dir is not None else None)
     start = time.perf_counter()
-    train(model, loss_fn, batch_fn, cfg, resume=False, on_log=on_log)
+    train(model, loss_fn, batch_fn, cfg, resume=False, on_log=log_row)
     run.seconds = time.perf_counter() - start
     model.eval()
     if out_dir is not None:

@@ -1,4 +1,4 @@
-"""``icml25 mdm``: solve, generate, train and evaluate Sudoku masked diffusion models."""
+"""``icml25 mdm``: solve, generate, train and evaluate Sudoku and Zebra masked diffusion models."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(help="Masked diffusion with adaptive unmasking (Sudoku).", no_args_is_help=True)
+app = typer.Typer(help="Masked diffusion with adaptive unmasking (Sudoku, Zebra).",
+                  no_args_is_help=True)
 
 Planner = Annotated[str, typer.Option(help="random | top_prob | top_margin | entropy")]
 Noise = Annotated[float, typer.Option(
@@ -67,15 +68,26 @@ def solve(
 @app.command()
 def generate(
     n: Annotated[int, typer.Option(min=1, help="How many puzzles.")] = 100,
-    difficulty: Annotated[str, typer.Option(help="easy | hard")] = "easy",
+    task: Annotated[str, typer.Option(help="sudoku | zebra")] = "sudoku",
+    difficulty: Annotated[str, typer.Option(help="sudoku: easy | hard")] = "easy",
     seed: int = 0,
     processes: Annotated[int, typer.Option(min=1)] = 1,
-    out: Annotated[Path, typer.Option("-o", "--out", help=".txt (puzzles) or .npz")] = Path(
+    out: Annotated[Path, typer.Option(
+        "-o", "--out", help="sudoku: .txt (puzzles) or .npz; zebra: .jsonl")] = Path(
         "puzzles.txt"),
 ) -> None:
-    """Generate puzzles with a unique solution (easy = solvable by the 7 techniques)."""
+    """Generate puzzles with a unique solution (Sudoku easy = solvable by the 7 techniques;
+    Zebra sizes drawn from 3-6 houses x 3-6 attributes)."""
     from icml25.mdm import sudoku
 
+    if task == "zebra":
+        from icml25.mdm import zebra
+
+        zebra.save_puzzles(out, zebra.generate_dataset(n, seed, processes=processes))
+        _err(f"wrote {n} zebra puzzles to {out}")
+        return
+    if task != "sudoku":
+        raise typer.BadParameter("sudoku or zebra", param_hint="--task")
     if difficulty not in ("easy", "hard"):
         raise typer.BadParameter("easy or hard", param_hint="--difficulty")
     puzzles, solutions = sudoku.generate_dataset(n, seed, difficulty, processes)
@@ -88,8 +100,9 @@ def generate(
 
 @app.command()
 def train(
-    task: Annotated[str, typer.Option(help="sudoku")] = "sudoku",
-    data: Annotated[list[Path] | None, typer.Option(help=".npz data (default: generate)")] = None,
+    task: Annotated[str, typer.Option(help="sudoku | zebra")] = "sudoku",
+    data: Annotated[list[Path] | None, typer.Option(
+        help="sudoku .npz / zebra .jsonl data from `generate` (default: generate)")] = None,
     n_puzzles: Annotated[int, typer.Option(help="Base puzzles to generate when no --data.")] = 2000,
     out: Annotated[Path, typer.Option("--out", help="Run folder (resumes if it has a checkpoint).")]
     = Path("runs/sudoku"),
@@ -107,35 +120,46 @@ def train(
     checkpoint_every: int = 500,
     seed: int = 0,
 ) -> None:
-    """Train a Sudoku masked diffusion model (resumable; works under torchrun)."""
+    """Train a Sudoku or Zebra masked diffusion model (resumable; works under torchrun)."""
     import numpy as np
 
-    from icml25.mdm import sudoku
+    from icml25.mdm import sudoku, zebra
     from icml25.mdm.sudoku_mdm import default_model_config, train_sudoku, write_training_card
+    from icml25.mdm.zebra_mdm import default_model_config as zebra_model_config
+    from icml25.mdm.zebra_mdm import train_zebra
     from icml25.nn import TrainConfig
 
-    if task != "sudoku":
-        raise typer.BadParameter("only sudoku is implemented so far", param_hint="--task")
-    if data:
-        parts = [sudoku.load_dataset(p) for p in data]
-        puzzles = np.concatenate([p for p, _ in parts])
-        solutions = np.concatenate([s for _, s in parts])
-    else:
-        puzzles, solutions = sudoku.generate_dataset(n_puzzles, seed=1000 + seed)
+    if task not in ("sudoku", "zebra"):
+        raise typer.BadParameter("sudoku or zebra", param_hint="--task")
     cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, warmup_steps=warmup,
                       checkpoint_every=checkpoint_every, log_every=100, seed=seed,
                       out_dir=str(out))
-    model_cfg = default_model_config(d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-                                     cell_embeddings=cell_embeddings)
+    sizes = dict(d_model=d_model, n_layers=n_layers, n_heads=n_heads)
 
     def show(row: dict) -> None:
         _err(json.dumps({k: round(v, 4) for k, v in row.items()}))
 
-    model, log = train_sudoku(puzzles, solutions, cfg, model_cfg, weighting=weighting, on_log=show)
+    if task == "zebra":
+        if cell_embeddings:
+            raise typer.BadParameter("Sudoku only", param_hint="--cell-embeddings")
+        puzzles = ([p for f in data for p in zebra.load_puzzles(f)] if data
+                   else zebra.generate_dataset(n_puzzles, seed=1000 + seed))
+        model, log = train_zebra(puzzles, cfg, zebra_model_config(**sizes), weighting=weighting,
+                                 on_log=show)
+    else:
+        if data:
+            parts = [sudoku.load_dataset(p) for p in data]
+            puzzles = np.concatenate([p for p, _ in parts])
+            solutions = np.concatenate([s for _, s in parts])
+        else:
+            puzzles, solutions = sudoku.generate_dataset(n_puzzles, seed=1000 + seed)
+        model_cfg = default_model_config(**sizes, cell_embeddings=cell_embeddings)
+        model, log = train_sudoku(puzzles, solutions, cfg, model_cfg, weighting=weighting,
+                                  on_log=show)
     final = out / "model"
-    model.save(final, extra={"task": "sudoku", "weighting": weighting})
+    model.save(final, extra={"task": task, "weighting": weighting})
     write_training_card(final, "icml25 mdm train " + " ".join(sys.argv[3:]), log,
-                        {"base_puzzles": int(len(puzzles)), "params": model.num_params()})
+                        {"base_puzzles": len(puzzles), "params": model.num_params()})
     _err(f"saved {final}")
 
 
@@ -158,26 +182,42 @@ def export(
 @app.command()
 def evaluate(
     model: Annotated[Path | None, typer.Option(help="Model folder (default: shipped).")] = None,
+    task: Annotated[str, typer.Option(help="sudoku | zebra")] = "sudoku",
     n: Annotated[int, typer.Option(min=1)] = 1000,
-    difficulty: Annotated[str, typer.Option(help="easy | hard")] = "easy",
-    steps: Annotated[int, typer.Option(min=1)] = 50,
+    difficulty: Annotated[str, typer.Option(help="sudoku: easy | hard")] = "easy",
+    steps: Annotated[int | None, typer.Option(
+        min=1, help="Sampling steps (default: sudoku 50, zebra 36 = one per cell).")] = None,
     planners: Annotated[str, typer.Option(help="Comma-separated planners.")]
     = "random,top_prob,top_margin",
     seed: Annotated[int, typer.Option(help="Seed of the held-out puzzles.")] = 2,
     noise: Noise = 0.0,
     data: Annotated[Path | None, typer.Option(
         exists=True, dir_okay=False,
-        help="Evaluate on this .npz (from `generate`) instead of generating N puzzles.")] = None,
+        help="Evaluate on this .npz / .jsonl (from `generate`) instead of generating N puzzles.")]
+    = None,
 ) -> None:
     """Fully-solved rate per planner on held-out puzzles (JSON)."""
-    from icml25.mdm import sudoku
+    from icml25.mdm import sudoku, zebra
     from icml25.mdm.sudoku_mdm import evaluate as run_eval
     from icml25.mdm.sudoku_mdm import load_model
+    from icml25.mdm.zebra_mdm import evaluate_zebra
 
-    if data is not None:
-        puzzles, solutions = sudoku.load_dataset(data)
+    if task not in ("sudoku", "zebra"):
+        raise typer.BadParameter("sudoku or zebra", param_hint="--task")
+    try:
+        net = load_model(model, task)
+    except FileNotFoundError as exc:
+        _err(f"error: {exc}")
+        raise typer.Exit(2) from None
+    names = planners.split(",")
+    if task == "zebra":
+        puzzles = (zebra.load_puzzles(data) if data is not None
+                   else zebra.generate_dataset(n, seed=seed))
+        report = evaluate_zebra(net, puzzles, names, steps=steps, noise=noise)
     else:
-        puzzles, solutions = sudoku.generate_dataset(n, seed=seed, difficulty=difficulty)
-    report = run_eval(load_model(model), puzzles, solutions, planners.split(","), steps=steps,
-                      noise=noise)
+        if data is not None:
+            grids, solutions = sudoku.load_dataset(data)
+        else:
+            grids, solutions = sudoku.generate_dataset(n, seed=seed, difficulty=difficulty)
+        report = run_eval(net, grids, solutions, names, steps=steps or 50, noise=noise)
     print(json.dumps(report, indent=2))

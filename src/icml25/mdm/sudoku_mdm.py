@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -26,7 +25,6 @@ from icml25.mdm.sampler import sample
 from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
 
 MASK = 0
-SHIPPED = "checkpoints/sudoku"  # inside the icml25.mdm package
 
 
 def cell_groups() -> list[list[int]]:
@@ -95,17 +93,19 @@ def train_sudoku(
     return model, state.log
 
 
-def load_model(path: str | Path | None = None) -> Transformer:
-    """The shipped checkpoint (default) or one saved by ``train_sudoku`` / ``Transformer.save``."""
+def load_model(path: str | Path | None = None, task: str = "sudoku") -> Transformer:
+    """The shipped checkpoint of ``task`` (default) or a model folder saved by ``icml25 mdm
+    train`` / ``Transformer.save`` (a run folder's ``model/`` or ``checkpoint/`` is found)."""
     if path is None:
-        path = resources.files("icml25.mdm") / SHIPPED
+        path = resources.files("icml25.mdm") / f"checkpoints/{task}"
         if not (Path(str(path)) / "model.safetensors").exists():
             raise FileNotFoundError(
-                "the shipped Sudoku checkpoint is missing from this installation; train one with "
-                "`icml25 mdm train --task sudoku` and pass its folder")
+                f"the shipped {task} checkpoint is missing from this installation; train one with "
+                f"`icml25 mdm train --task {task}` and pass its folder")
     path = Path(str(path))
-    if (path / "checkpoint" / "model.safetensors").exists() and not (path / "config.json").exists():
-        path = path / "checkpoint"
+    for sub in ("model", "checkpoint"):
+        if not (path / "config.json").exists() and (path / sub / "model.safetensors").exists():
+            path = path / sub
     return Transformer.load(path).eval()
 
 
@@ -200,21 +200,3 @@ def export_checkpoint(run_dir: str | Path, dest: str | Path, command: str) -> Pa
         "examples_seen": meta["step"] * meta["train"]["batch_size"],
         "finished": meta["step"] >= total, "params": model.num_params()})
     return dest
-
-
-def flops_utilisation(model: Transformer, examples_per_s: float, peak_flops: float) -> float:
-    """Achieved training FLOP/s over the machine's matmul peak."""
-    return model.flops_per_token() * model.cfg.seq_len * examples_per_s / peak_flops
-
-
-def matmul_peak_flops(size: int = 1024, repeats: int = 10) -> float:
-    """This machine's float32 matmul throughput through torch (best of ``repeats``)."""
-    import time
-
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * size**3 / best

@@ -50,10 +50,12 @@ True
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -68,6 +70,7 @@ __all__ = [
     "ZebraError",
     "ZebraPuzzle",
     "answer_mask",
+    "augment",
     "check",
     "count_solutions",
     "decode_answer",
@@ -76,6 +79,8 @@ __all__ = [
     "encode_dataset",
     "generate_dataset",
     "generate_puzzle",
+    "load_puzzles",
+    "save_puzzles",
     "solve",
 ]
 
@@ -411,6 +416,66 @@ def generate_dataset(
         with _pool_context().Pool(processes) as pool:
             return pool.map(_generate_one, jobs, chunksize=max(1, n // (4 * processes)))
     return [_generate_one(j) for j in jobs]
+
+
+# ----- storage and augmentation ---------------------------------------------------------------
+def save_puzzles(path: str | Path, puzzles: Sequence[ZebraPuzzle]) -> Path:
+    """Write puzzles as JSON lines: sizes, clues ``[kind, x, y, house]`` and the solution."""
+    path = Path(path)
+    with path.open("w") as f:
+        for pz in puzzles:
+            clues = [[c.kind, list(c.x), list(c.y) if c.y else None, c.house] for c in pz.clues]
+            f.write(json.dumps({"n_houses": pz.n_houses, "n_attrs": pz.n_attrs, "clues": clues,
+                                "solution": np.asarray(pz.solution).tolist()}) + "\n")
+    return path
+
+
+def load_puzzles(path: str | Path) -> list[ZebraPuzzle]:
+    """Read puzzles written by :func:`save_puzzles` (ZebraError names a malformed line)."""
+    out = []
+    for i, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            clues = [Clue(k, tuple(x), tuple(y) if y else None, h) for k, x, y, h in d["clues"]]
+            pz = ZebraPuzzle(d["n_houses"], d["n_attrs"], clues, np.array(d["solution"]))
+            _check_sizes(pz.n_houses, pz.n_attrs)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ZebraError(f"{path}:{i}: not a Zebra puzzle ({exc})") from None
+        out.append(pz)
+    return out
+
+
+_MIRRORED = {"left_of": "right_of", "right_of": "left_of"}
+
+
+def augment(puzzle: ZebraPuzzle, rng: np.random.Generator) -> ZebraPuzzle:
+    """The same puzzle under a random symmetry: attributes reordered, values relabelled within
+    each attribute, houses mirrored (left/right swapped) half the time, clues shuffled.
+    Every symmetry maps the unique solution to the unique solution of the new puzzle."""
+    n, m = puzzle.n_houses, puzzle.n_attrs
+    attr = rng.permutation(m)  # attribute a becomes attr[a]
+    value = [rng.permutation(n) for _ in range(m)]  # value v of attribute a becomes value[a][v]
+    mirror = bool(rng.random() < 0.5)
+
+    def item(x: tuple[int, int]) -> tuple[int, int]:
+        return int(attr[x[0]]), int(value[x[0]][x[1]])
+
+    clues = []
+    for c in puzzle.clues:
+        kind = _MIRRORED.get(c.kind, c.kind) if mirror else c.kind
+        house = n - 1 - c.house if mirror and c.house is not None else c.house
+        clues.append(replace(c, kind=kind, x=item(c.x), y=item(c.y) if c.y else None,
+                             house=house))
+    clues = [clues[i] for i in rng.permutation(len(clues))]
+    sol = np.asarray(puzzle.solution)
+    new = np.empty_like(sol)
+    for a in range(m):
+        new[:, attr[a]] = value[a][sol[:, a]]
+    if mirror:
+        new = new[::-1].copy()
+    return ZebraPuzzle(n, m, clues, new)
 
 
 # ----- checking --------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ from icml25.core.errors import require_extra
 
 require_extra("torch", "torch")
 
+from icml25.nn.flops import matmul_peak_flops, training_flops  # noqa: E402
 from icml25.nn.model import Transformer, TransformerConfig  # noqa: E402
 from icml25.nn.trainer import TrainConfig, TrainState, cosine_lr, train  # noqa: E402
 
-__all__ = ["TrainConfig", "TrainState", "Transformer", "TransformerConfig", "cosine_lr", "train"]
+__all__ = ["TrainConfig", "TrainState", "Transformer", "TransformerConfig", "cosine_lr",
+           "matmul_peak_flops", "train", "training_flops"]
