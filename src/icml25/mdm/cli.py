@@ -117,6 +117,8 @@ def train(
     cell_embeddings: Annotated[bool, typer.Option(
         help="Add row/column/box embeddings (a deviation from the paper's plain positions).")]
     = False,
+    autoregressive: Annotated[bool, typer.Option(
+        help="Sudoku: train the row-major causal baseline instead of the MDM.")] = False,
     checkpoint_every: int = 500,
     seed: int = 0,
 ) -> None:
@@ -140,8 +142,9 @@ def train(
         _err(json.dumps({k: round(v, 4) for k, v in row.items()}))
 
     if task == "zebra":
-        if cell_embeddings:
-            raise typer.BadParameter("Sudoku only", param_hint="--cell-embeddings")
+        if cell_embeddings or autoregressive:
+            raise typer.BadParameter("Sudoku only", param_hint="--cell-embeddings, "
+                                                               "--autoregressive")
         puzzles = ([p for f in data for p in zebra.load_puzzles(f)] if data
                    else zebra.generate_dataset(n_puzzles, seed=1000 + seed))
         model, log = train_zebra(puzzles, cfg, zebra_model_config(**sizes), weighting=weighting,
@@ -153,11 +156,18 @@ def train(
             solutions = np.concatenate([s for _, s in parts])
         else:
             puzzles, solutions = sudoku.generate_dataset(n_puzzles, seed=1000 + seed)
-        model_cfg = default_model_config(**sizes, cell_embeddings=cell_embeddings)
-        model, log = train_sudoku(puzzles, solutions, cfg, model_cfg, weighting=weighting,
-                                  on_log=show)
+        if autoregressive:
+            from icml25.mdm.sudoku_ar import default_ar_config, train_sudoku_ar
+
+            model, log = train_sudoku_ar(puzzles, solutions, cfg, default_ar_config(**sizes),
+                                         on_log=show)
+        else:
+            model_cfg = default_model_config(**sizes, cell_embeddings=cell_embeddings)
+            model, log = train_sudoku(puzzles, solutions, cfg, model_cfg, weighting=weighting,
+                                      on_log=show)
     final = out / "model"
-    model.save(final, extra={"task": task, "weighting": weighting})
+    model.save(final, extra={"task": task, "weighting": weighting,
+                             "autoregressive": autoregressive})
     write_training_card(final, "icml25 mdm train " + " ".join(sys.argv[3:]), log,
                         {"base_puzzles": len(puzzles), "params": model.num_params()})
     _err(f"saved {final}")

@@ -122,7 +122,14 @@ class SolveResult:
 def solve_grids(model: Transformer, puzzles: np.ndarray, *, planner: str = "top_margin",
                 steps: int = 50, batch_size: int = 500, seed: int = 0,
                 noise: float = 0.0, remask: bool = False) -> np.ndarray:
-    """Fill the blanks of ``puzzles`` (n, 81) int; returns (n, 81) int8 grids."""
+    """Fill the blanks of ``puzzles`` (n, 81) int; returns (n, 81) int8 grids.
+
+    A causal model is the autoregressive baseline: it fills cells in row-major order and
+    ignores ``planner``, ``steps``, ``noise`` and ``remask``."""
+    if model.cfg.causal:
+        from icml25.mdm.sudoku_ar import solve_grids_ar
+
+        return solve_grids_ar(model, puzzles, batch_size=batch_size, seed=seed)
     gen = torch.Generator().manual_seed(seed)
     out = []
     for start in range(0, len(puzzles), batch_size):
@@ -159,18 +166,25 @@ def solve_sudoku(puzzles: Iterable[str] | str, planner: str = "top_margin", step
 def evaluate(model: Transformer, puzzles: np.ndarray, solutions: np.ndarray,
              planners: Sequence[str] = ("random", "top_prob", "top_margin"), *,
              steps: int = 50, seed: int = 0, noise: float = 0.0) -> dict[str, dict[str, float]]:
-    """Fully-solved rate (valid grid matching the clues), cell accuracy on blanks, 95% CI."""
-    report = {}
+    """Fully-solved rate (valid grid matching the clues), cell accuracy on blanks, 95% CI.
+
+    For a causal (autoregressive) model the report has one entry, ``autoregressive``."""
+    if model.cfg.causal:
+        planners = ("autoregressive",)
+    return {planner: solved_report(puzzles, solutions, solve_grids(
+        model, puzzles, planner=planner, steps=steps, seed=seed, noise=noise))
+        for planner in planners}
+
+
+def solved_report(puzzles: np.ndarray, solutions: np.ndarray,
+                  grids: np.ndarray) -> dict[str, float]:
+    """Fully-solved rate of ``grids`` with its 95% CI, and accuracy on the blank cells."""
     blanks = puzzles == 0
-    for planner in planners:
-        grids = solve_grids(model, puzzles, planner=planner, steps=steps, seed=seed, noise=noise)
-        ok = sudoku.is_solution_of(puzzles, grids)
-        k, n = int(ok.sum()), len(ok)
-        lo, hi = clopper_pearson(k, n)
-        cell = float(((grids == solutions) & blanks).sum() / max(blanks.sum(), 1))
-        report[planner] = {"solved": k / max(n, 1), "ci_low": lo, "ci_high": hi, "n": n,
-                           "cell_acc": cell}
-    return report
+    ok = sudoku.is_solution_of(puzzles, grids)
+    k, n = int(ok.sum()), len(ok)
+    lo, hi = clopper_pearson(k, n)
+    cell = float(((grids == solutions) & blanks).sum() / max(blanks.sum(), 1))
+    return {"solved": k / max(n, 1), "ci_low": lo, "ci_high": hi, "n": n, "cell_acc": cell}
 
 
 def write_training_card(directory: Path, command: str, log: list[dict], extra: dict) -> None:
