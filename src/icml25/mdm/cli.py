@@ -178,12 +178,13 @@ def export(
     run: Annotated[Path, typer.Argument(help="A training run folder (with checkpoint/).")],
     dest: Annotated[Path, typer.Argument(help="Where to write the model.")],
     command: Annotated[str, typer.Option(help="The training command, for the card.")] = "",
+    task: Annotated[str, typer.Option(help="sudoku | zebra")] = "sudoku",
 ) -> None:
     """Export a run's latest checkpoint as a model folder with its training card."""
     from icml25.mdm.sudoku_mdm import export_checkpoint
 
     try:
-        path = export_checkpoint(run, dest, command)
+        path = export_checkpoint(run, dest, command, task)
     except FileNotFoundError as exc:
         raise typer.BadParameter(str(exc), param_hint="RUN") from None
     _err(f"exported {path}")

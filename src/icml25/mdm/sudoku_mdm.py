@@ -197,7 +197,8 @@ def write_training_card(directory: Path, command: str, log: list[dict], extra: d
     (directory / "training.json").write_text(json.dumps(summary, indent=2))
 
 
-def export_checkpoint(run_dir: str | Path, dest: str | Path, command: str) -> Path:
+def export_checkpoint(run_dir: str | Path, dest: str | Path, command: str,
+                      task: str = "sudoku") -> Path:
     """Copy a (possibly unfinished) run's latest weights to ``dest`` with its training card."""
     run_dir = Path(run_dir)
     ckpt = run_dir / "checkpoint"
@@ -207,7 +208,7 @@ def export_checkpoint(run_dir: str | Path, dest: str | Path, command: str) -> Pa
     log = torch.load(ckpt / "trainer_state.pt", weights_only=False)["log"]
     model = Transformer.load(ckpt)
     dest = Path(dest)
-    model.save(dest, extra={"task": "sudoku", "step": meta["step"], "train": meta["train"]})
+    model.save(dest, extra={"task": task, "step": meta["step"], "train": meta["train"]})
     total = meta["train"]["steps"]
     write_training_card(dest, command, log, {
         "step": meta["step"], "planned_steps": total,
