@@ -72,3 +72,18 @@ def mdm_loss(
     n_maskable = (maskable if maskable is not None else torch.ones_like(masked)).sum(1)
     per_example = ce.sum(1) / (t * n_maskable.clamp(min=1))
     return per_example.mean()
+
+
+def masked_diffusion_loss(model, tokens: torch.Tensor, maskable: torch.Tensor,
+                          generator: torch.Generator | None = None, *, mask_id: int,
+                          weighting: str = "elbo") -> tuple[torch.Tensor, dict[str, float]]:
+    """One training step's loss for clean ``tokens`` whose ``maskable`` positions are noised:
+    mask, predict (never the mask token), score; also the accuracy on the masked positions."""
+    noisy, masked, t = mask_tokens(tokens, maskable, generator, mask_id=mask_id)
+    logits = model(noisy)
+    logits = logits.masked_fill(torch.arange(logits.shape[-1]) == mask_id, float("-inf"))
+    loss = mdm_loss(logits, tokens, masked, t, maskable, weighting=weighting)
+    with torch.no_grad():
+        hits = (logits.argmax(-1) == tokens) & masked
+        acc = hits.sum() / masked.sum().clamp(min=1)
+    return loss, {"masked_cell_acc": float(acc)}

@@ -20,7 +20,7 @@ import torch
 
 from icml25.core.stats import clopper_pearson
 from icml25.mdm import sudoku
-from icml25.mdm.objective import mask_tokens, mdm_loss
+from icml25.mdm.objective import masked_diffusion_loss
 from icml25.mdm.sampler import sample
 from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
 
@@ -59,14 +59,8 @@ def sudoku_batch(puzzles: np.ndarray, solutions: np.ndarray, batch_size: int,
 
 def sudoku_loss(model, batch, generator: torch.Generator | None = None, weighting="elbo"):
     tokens, maskable = batch
-    noisy, masked, t = mask_tokens(tokens, maskable, generator, mask_id=MASK)
-    logits = model(noisy)
-    logits = logits.masked_fill(torch.arange(logits.shape[-1]) == MASK, float("-inf"))
-    loss = mdm_loss(logits, tokens, masked, t, maskable, weighting=weighting)
-    with torch.no_grad():
-        hits = (logits.argmax(-1) == tokens) & masked
-        acc = hits.sum() / masked.sum().clamp(min=1)
-    return loss, {"masked_cell_acc": float(acc)}
+    return masked_diffusion_loss(model, tokens, maskable, generator, mask_id=MASK,
+                                 weighting=weighting)
 
 
 def train_sudoku(
