@@ -114,3 +114,12 @@ def test_cli_trains_and_evaluates_a_zebra_model(tmp_path, puzzles):
     gen = CliRunner().invoke(app, ["generate", "--task", "zebra", "--n", "2", "-o",
                                    str(tmp_path / "z.jsonl")])
     assert gen.exit_code == 0 and len(zebra.load_puzzles(tmp_path / "z.jsonl")) == 2
+
+
+def test_zebra_experiment_is_registered_beside_the_paper_table():
+    from icml25.core import load_experiments, select
+
+    load_experiments()
+    (exp,) = select(["mdm-zebra"])
+    assert exp.published == {"vanilla (%)": 76.9, "top prob (%)": 98.5, "top margin (%)": 98.3}
+    assert exp.settings("quick")["train_steps"] == 0 and exp.settings("full")["train_steps"] > 0
