@@ -193,7 +193,8 @@ def construction(ctx: RunContext) -> Outcome:
     notes.append("Models are trained from scratch (the paper fine-tunes pretrained GPT-2 / "
                  "SEDD for Line/Circle); uniqueness is canonical (edge-order pattern), not the "
                  "official raw-string count. Binomial standard error of a rate p over N "
-                 "samples: sqrt(p(1-p)/N) (<= 0.022 at N=512).")
+                 f"samples: sqrt(p(1-p)/N) (<= {0.5 / s['n_eval'] ** 0.5:.3f} at "
+                 f"N={s['n_eval']}).")
     return Outcome(comparisons=rows, data=data, notes=notes)
 
 
