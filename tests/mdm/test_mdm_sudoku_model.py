@@ -128,3 +128,27 @@ def test_cli_evaluate_reads_a_puzzle_file(tmp_path, tiny_model, data):
     assert all(r["n"] == len(data[0]) and 0 <= r["cell_acc"] <= 1 for r in report.values())
     missing = CliRunner().invoke(app, ["evaluate", "--data", str(tmp_path / "none.npz")])
     assert missing.exit_code == 2  # a usage error, not a traceback
+
+
+def test_init_starts_a_fresh_schedule_from_a_models_weights(tmp_path, tiny_model, data):
+    import json
+
+    from icml25.mdm.sudoku_mdm import load_model
+
+    model, path = tiny_model
+    f = tmp_path / "train.npz"
+    sudoku.save_dataset(f, *data, seed=11, difficulty="easy")
+    run = tmp_path / "restart"
+    out = CliRunner().invoke(app, ["train", "--data", str(f), "--out", str(run), "--steps", "2",
+                                   "--batch-size", "4", "--warmup", "1", "--lr", "1e-2",
+                                   "--init", str(path)])
+    assert out.exit_code == 0, out.output
+    restarted = load_model(run / "model")
+    assert restarted.cfg == model.cfg  # the size options are taken from --init
+    x = torch.zeros(1, 81, dtype=torch.long)
+    assert not torch.equal(restarted(x), model(x))  # trained on from there ...
+    card = json.loads((run / "model" / "training.json").read_text())
+    assert card["final"]["step"] == 2  # ... with its own step count and schedule
+    bad = CliRunner().invoke(app, ["train", "--data", str(f), "--out", str(tmp_path / "x"),
+                                   "--steps", "1", "--init", str(tmp_path / "nowhere")])
+    assert bad.exit_code == 2 and "--init" in bad.output

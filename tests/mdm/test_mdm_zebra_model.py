@@ -103,7 +103,8 @@ def test_cli_trains_and_evaluates_a_zebra_model(tmp_path, puzzles):
     run = tmp_path / "run"
     out = CliRunner().invoke(app, ["train", "--task", "zebra", "--data", str(data), "--out",
                                    str(run), "--steps", "3", "--batch-size", "4", "--warmup",
-                                   "1", "--d-model", "16", "--n-layers", "1", "--n-heads", "2"])
+                                   "1", "--d-model", "16", "--n-layers", "1", "--n-heads", "2",
+                                   "--cell-embeddings"])
     assert out.exit_code == 0, out.output
     card = json.loads((run / "model" / "training.json").read_text())
     assert card["base_puzzles"] == len(puzzles) and card["final"]["step"] == 3
@@ -123,3 +124,16 @@ def test_zebra_experiment_is_registered_beside_the_paper_table():
     (exp,) = select(["mdm-zebra"])
     assert exp.published == {"vanilla (%)": 76.9, "top prob (%)": 98.5, "top margin (%)": 98.3}
     assert exp.settings("quick")["train_steps"] == 0 and exp.settings("full")["train_steps"] > 0
+
+
+def test_cell_embeddings_name_each_answer_cells_house_and_attribute(puzzles):
+    from icml25.mdm.zebra_mdm import cell_groups
+
+    houses, attrs = cell_groups(max_prompt=10)
+    assert len(houses) == len(attrs) == zebra.ANSWER_LEN + 10
+    assert (houses[7], attrs[7]) == (1, 1) and (houses[35], attrs[35]) == (5, 5)
+    assert set(houses[zebra.ANSWER_LEN:]) == set(attrs[zebra.ANSWER_LEN:]) == {zebra.MAX_SIZE}
+    cfg = default_model_config(cell_embeddings=True, d_model=16, n_layers=1, n_heads=2)
+    assert len(cfg.position_groups) == 2 and len(cfg.position_groups[0]) == cfg.seq_len
+    tokens, maskable = encode_batch(puzzles)
+    assert Transformer(cfg)(tokens).shape == (*tokens.shape, zebra.VOCAB_SIZE)

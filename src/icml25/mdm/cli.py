@@ -115,10 +115,15 @@ def train(
     n_heads: int = 4,
     weighting: Annotated[str, typer.Option(help="elbo | none")] = "elbo",
     cell_embeddings: Annotated[bool, typer.Option(
-        help="Add row/column/box embeddings (a deviation from the paper's plain positions).")]
+        help="Add embeddings of each cell's row/column/box (Sudoku) or house/attribute (Zebra): "
+             "a deviation from the paper's plain positions.")]
     = False,
     autoregressive: Annotated[bool, typer.Option(
         help="Sudoku: train the row-major causal baseline instead of the MDM.")] = False,
+    init: Annotated[Path | None, typer.Option(
+        help="Start from this model's weights (a run's model/ or checkpoint/) with a fresh "
+             "optimizer and schedule: a warm restart. Its config replaces the size options.")]
+    = None,
     checkpoint_every: int = 500,
     seed: int = 0,
 ) -> None:
@@ -126,7 +131,12 @@ def train(
     import numpy as np
 
     from icml25.mdm import sudoku, zebra
-    from icml25.mdm.sudoku_mdm import default_model_config, train_sudoku, write_training_card
+    from icml25.mdm.sudoku_mdm import (
+        default_model_config,
+        load_model,
+        train_sudoku,
+        write_training_card,
+    )
     from icml25.mdm.zebra_mdm import default_model_config as zebra_model_config
     from icml25.mdm.zebra_mdm import train_zebra
     from icml25.nn import TrainConfig
@@ -141,14 +151,23 @@ def train(
     def show(row: dict) -> None:
         _err(json.dumps({k: round(v, 4) for k, v in row.items()}))
 
+    start = None
+    if init is not None:
+        try:
+            start = load_model(init).train()
+        except (FileNotFoundError, OSError, ValueError) as exc:
+            raise typer.BadParameter(str(exc), param_hint="--init") from None
+        if start.cfg.causal != autoregressive:
+            raise typer.BadParameter("the model's kind (causal or not) differs from this run's",
+                                     param_hint="--init")
     if task == "zebra":
-        if cell_embeddings or autoregressive:
-            raise typer.BadParameter("Sudoku only", param_hint="--cell-embeddings, "
-                                                               "--autoregressive")
+        if autoregressive:
+            raise typer.BadParameter("Sudoku only", param_hint="--autoregressive")
         puzzles = ([p for f in data for p in zebra.load_puzzles(f)] if data
                    else zebra.generate_dataset(n_puzzles, seed=1000 + seed))
-        model, log = train_zebra(puzzles, cfg, zebra_model_config(**sizes), weighting=weighting,
-                                 on_log=show)
+        model_cfg = zebra_model_config(**sizes, cell_embeddings=cell_embeddings)
+        model, log = train_zebra(puzzles, cfg, model_cfg, weighting=weighting, on_log=show,
+                                 init=start)
     else:
         if data:
             parts = [sudoku.load_dataset(p) for p in data]
@@ -160,11 +179,11 @@ def train(
             from icml25.mdm.sudoku_ar import default_ar_config, train_sudoku_ar
 
             model, log = train_sudoku_ar(puzzles, solutions, cfg, default_ar_config(**sizes),
-                                         on_log=show)
+                                         on_log=show, init=start)
         else:
             model_cfg = default_model_config(**sizes, cell_embeddings=cell_embeddings)
             model, log = train_sudoku(puzzles, solutions, cfg, model_cfg, weighting=weighting,
-                                      on_log=show)
+                                      on_log=show, init=start)
     final = out / "model"
     model.save(final, extra={"task": task, "weighting": weighting,
                              "autoregressive": autoregressive})

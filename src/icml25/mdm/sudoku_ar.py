@@ -50,11 +50,12 @@ def ar_loss(model, batch):
 
 def train_sudoku_ar(puzzles: np.ndarray, solutions: np.ndarray, cfg: TrainConfig,
                     model_cfg: TransformerConfig | None = None, *,
-                    on_log=None) -> tuple[Transformer, list[dict]]:
+                    on_log=None, init: Transformer | None = None
+                    ) -> tuple[Transformer, list[dict]]:
     """Train (or resume) the row-major autoregressive baseline on the same augmented batches as
-    the MDM."""
+    the MDM (from ``init``'s weights when given)."""
     torch.manual_seed(cfg.seed)
-    model = Transformer(model_cfg or default_ar_config())
+    model = init or Transformer(model_cfg or default_ar_config())
 
     def batch_fn(step, gen, rank):
         return ar_rows(*sudoku_batch(puzzles, solutions, cfg.batch_size, gen))

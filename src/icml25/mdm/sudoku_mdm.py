@@ -71,10 +71,12 @@ def train_sudoku(
     *,
     weighting: str = "elbo",
     on_log=None,
+    init: Transformer | None = None,
 ) -> tuple[Transformer, list[dict]]:
-    """Train (or resume, when ``cfg.out_dir`` holds a checkpoint) a Sudoku MDM."""
+    """Train (or resume, when ``cfg.out_dir`` holds a checkpoint) a Sudoku MDM; ``init`` starts
+    from that model's weights instead of a fresh one (a warm restart with a new schedule)."""
     torch.manual_seed(cfg.seed)
-    model = Transformer(model_cfg or default_model_config())
+    model = init or Transformer(model_cfg or default_model_config())
 
     def batch_fn(step, gen, rank):
         return sudoku_batch(puzzles, solutions, cfg.batch_size, gen) + (gen,)

@@ -27,9 +27,23 @@ from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
 MAX_PROMPT = 220  # clue tokens a model has room for (the generator's 6 x 6 puzzles: ~140-180)
 
 
-def default_model_config(**overrides) -> TransformerConfig:
-    base = dict(vocab_size=zebra.VOCAB_SIZE, seq_len=zebra.ANSWER_LEN + MAX_PROMPT, d_model=128,
-                n_layers=4, n_heads=4, dropout=0.0, causal=False, positions="learned")
+def cell_groups(max_prompt: int = MAX_PROMPT) -> list[list[int]]:
+    """House and attribute of each answer position (house-major); the clue positions get the
+    extra id ``MAX_SIZE``."""
+    n = zebra.MAX_SIZE
+    rest = [n] * max_prompt
+    return [[c // n for c in range(zebra.ANSWER_LEN)] + rest,
+            [c % n for c in range(zebra.ANSWER_LEN)] + rest]
+
+
+def default_model_config(*, cell_embeddings: bool = False, **overrides) -> TransformerConfig:
+    """0.8M parameters with learned positions; ``cell_embeddings`` adds learned house and
+    attribute embeddings to the answer cells, so the model need not discover from 36 position
+    vectors which cells share a house or an attribute (a deviation from plain positions)."""
+    seq_len = overrides.get("seq_len", zebra.ANSWER_LEN + MAX_PROMPT)
+    groups = cell_groups(seq_len - zebra.ANSWER_LEN) if cell_embeddings else None
+    base = dict(vocab_size=zebra.VOCAB_SIZE, seq_len=seq_len, d_model=128, n_layers=4, n_heads=4,
+                dropout=0.0, causal=False, positions="learned", position_groups=groups)
     return TransformerConfig(**(base | overrides))
 
 
@@ -63,9 +77,10 @@ def _size_classes(puzzles: Sequence[zebra.ZebraPuzzle]) -> list[np.ndarray]:
 
 def train_zebra(puzzles: Sequence[zebra.ZebraPuzzle], cfg: TrainConfig,
                 model_cfg: TransformerConfig | None = None, *, weighting: str = "elbo",
-                on_log=None) -> tuple[Transformer, list[dict]]:
-    """Train (or resume, when ``cfg.out_dir`` holds a checkpoint) a Zebra MDM."""
-    model_cfg = model_cfg or default_model_config()
+                on_log=None, init: Transformer | None = None) -> tuple[Transformer, list[dict]]:
+    """Train (or resume, when ``cfg.out_dir`` holds a checkpoint) a Zebra MDM; ``init`` starts
+    from that model's weights instead of a fresh one (a warm restart with a new schedule)."""
+    model_cfg = init.cfg if init is not None else model_cfg or default_model_config()
     max_prompt = model_cfg.seq_len - zebra.ANSWER_LEN
     puzzles = [p for p in puzzles if len(zebra.encode(p)[0]) <= max_prompt]
     if not puzzles:
@@ -73,7 +88,7 @@ def train_zebra(puzzles: Sequence[zebra.ZebraPuzzle], cfg: TrainConfig,
     classes = _size_classes(puzzles)
     weights = np.array([len(c) for c in classes], dtype=float)
     torch.manual_seed(cfg.seed)
-    model = Transformer(model_cfg)
+    model = init or Transformer(model_cfg)
 
     def batch_fn(step, gen, rank):
         rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=gen)))
