@@ -95,6 +95,10 @@ def test_a_short_run_resumes_and_exports_with_its_training_card(tmp_path, data):
     dest = export_checkpoint(tmp_path / "run", tmp_path / "exported", "icml25 mdm train ...")
     card = json.loads((dest / "training.json").read_text())
     assert card["step"] == 4 and card["finished"] and card["examples_seen"] == 32
+    again = export_checkpoint(tmp_path / "run", tmp_path / "restarted", "... --init X",
+                              started_from=card)
+    chained = json.loads((again / "training.json").read_text())
+    assert chained["started_from"] == card and chained["examples_seen_total"] == 64
     x = torch.zeros(1, 81, dtype=torch.long)
     assert torch.equal(load_model(dest)(x), model.eval()(x))
 

@@ -198,12 +198,20 @@ def export(
     dest: Annotated[Path, typer.Argument(help="Where to write the model.")],
     command: Annotated[str, typer.Option(help="The training command, for the card.")] = "",
     task: Annotated[str, typer.Option(help="sudoku | zebra")] = "sudoku",
+    started_from: Annotated[Path | None, typer.Option(
+        help="training.json of the model a warm restart (train --init) began with.")] = None,
 ) -> None:
     """Export a run's latest checkpoint as a model folder with its training card."""
     from icml25.mdm.sudoku_mdm import export_checkpoint
 
+    before = None
+    if started_from is not None:
+        try:
+            before = json.loads(started_from.read_text())
+        except (OSError, ValueError) as exc:
+            raise typer.BadParameter(str(exc), param_hint="--started-from") from None
     try:
-        path = export_checkpoint(run, dest, command, task)
+        path = export_checkpoint(run, dest, command, task, started_from=before)
     except FileNotFoundError as exc:
         raise typer.BadParameter(str(exc), param_hint="RUN") from None
     _err(f"exported {path}")
