@@ -99,7 +99,7 @@ def _shipped_card(task: str = "sudoku") -> str:
             f"Training command: {card['command']}")
     if "started_from" in card:
         first = card["started_from"]
-        text += (f" It is a warm restart of a model trained for {first['step']:,} steps "
+        text += (f". It is a warm restart of a model trained for {first['step']:,} steps "
                  f"({first['command']}); {card['examples_seen_total']:,} examples in all.")
     return text
 
