@@ -156,3 +156,7 @@ def test_init_starts_a_fresh_schedule_from_a_models_weights(tmp_path, tiny_model
     bad = CliRunner().invoke(app, ["train", "--data", str(f), "--out", str(tmp_path / "x"),
                                    "--steps", "1", "--init", str(tmp_path / "nowhere")])
     assert bad.exit_code == 2 and "--init" in bad.output
+    other_task = CliRunner().invoke(app, ["train", "--task", "zebra", "--n-puzzles", "1",
+                                          "--out", str(tmp_path / "z"), "--steps", "1",
+                                          "--init", str(path)])
+    assert other_task.exit_code == 2 and "vocabulary" in other_task.output

@@ -160,12 +160,22 @@ def train(
         if start.cfg.causal != autoregressive:
             raise typer.BadParameter("the model's kind (causal or not) differs from this run's",
                                      param_hint="--init")
+
+    def check_init(expected) -> None:
+        # a model of another task has another vocabulary or length: say so, not IndexError later
+        got = (start.cfg.vocab_size, start.cfg.seq_len) if start is not None else None
+        if got not in (None, (expected.vocab_size, expected.seq_len)):
+            raise typer.BadParameter(
+                f"the model has vocabulary {got[0]} and length {got[1]}; --task {task} needs "
+                f"{expected.vocab_size} and {expected.seq_len}", param_hint="--init")
+
     if task == "zebra":
         if autoregressive:
             raise typer.BadParameter("Sudoku only", param_hint="--autoregressive")
+        model_cfg = zebra_model_config(**sizes, cell_embeddings=cell_embeddings)
+        check_init(model_cfg)
         puzzles = ([p for f in data for p in zebra.load_puzzles(f)] if data
                    else zebra.generate_dataset(n_puzzles, seed=1000 + seed))
-        model_cfg = zebra_model_config(**sizes, cell_embeddings=cell_embeddings)
         model, log = train_zebra(puzzles, cfg, model_cfg, weighting=weighting, on_log=show,
                                  init=start)
     else:
@@ -178,10 +188,12 @@ def train(
         if autoregressive:
             from icml25.mdm.sudoku_ar import default_ar_config, train_sudoku_ar
 
-            model, log = train_sudoku_ar(puzzles, solutions, cfg, default_ar_config(**sizes),
-                                         on_log=show, init=start)
+            ar_cfg = default_ar_config(**sizes)
+            check_init(ar_cfg)
+            model, log = train_sudoku_ar(puzzles, solutions, cfg, ar_cfg, on_log=show, init=start)
         else:
             model_cfg = default_model_config(**sizes, cell_embeddings=cell_embeddings)
+            check_init(model_cfg)
             model, log = train_sudoku(puzzles, solutions, cfg, model_cfg, weighting=weighting,
                                       on_log=show, init=start)
     final = out / "model"
