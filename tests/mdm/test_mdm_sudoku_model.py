@@ -83,6 +83,7 @@ def test_cli_solve_file_writes_exactly_one_line_per_input(tmp_path, tiny_model):
 def test_a_short_run_resumes_and_exports_with_its_training_card(tmp_path, data):
     import json
 
+    from icml25.mdm.experiments import describe_card
     from icml25.mdm.sudoku_mdm import export_checkpoint, load_model, train_sudoku
     from icml25.nn import TrainConfig
 
@@ -99,6 +100,11 @@ def test_a_short_run_resumes_and_exports_with_its_training_card(tmp_path, data):
                               started_from=card)
     chained = json.loads((again / "training.json").read_text())
     assert chained["started_from"] == card and chained["examples_seen_total"] == 64
+    third = export_checkpoint(tmp_path / "run", tmp_path / "third", "... --init Y",
+                              started_from=chained)
+    text = describe_card(json.loads((third / "training.json").read_text()))
+    assert "(... --init X), itself a warm restart of" in text and "(icml25 mdm train ...)" in text
+    assert "96 examples in all" in text  # a warm restart of a warm restart counts all three
     x = torch.zeros(1, 81, dtype=torch.long)
     assert torch.equal(load_model(dest)(x), model.eval()(x))
 

@@ -91,16 +91,23 @@ def _shipped_card(task: str = "sudoku") -> str:
     import json
     from importlib import resources
 
-    card = json.loads((resources.files("icml25.mdm") / f"checkpoints/{task}/training.json")
-                      .read_text())
+    return describe_card(json.loads(
+        (resources.files("icml25.mdm") / f"checkpoints/{task}/training.json").read_text()))
+
+
+def describe_card(card: dict) -> str:
+    """One paragraph on how a model was trained, from its ``training.json``."""
     state = "finished" if card.get("finished") else "PARTIALLY TRAINED"
     text = (f"Evaluated the shipped checkpoint, {state}: step {card['step']:,} of "
             f"{card['planned_steps']:,} ({card['examples_seen']:,} examples seen). "
             f"Training command: {card['command']}")
-    if "started_from" in card:
-        first = card["started_from"]
-        text += (f". It is a warm restart of a model trained for {first['step']:,} steps "
-                 f"({first['command']}); {card['examples_seen_total']:,} examples in all.")
+    earlier, phase = [], card
+    while "started_from" in phase:  # warm restarts nest the card of the model they began with
+        phase = phase["started_from"]
+        earlier.append(f"a model trained for {phase['step']:,} steps ({phase['command']})")
+    if earlier:
+        text += (". It is a warm restart of " + ", itself a warm restart of ".join(earlier)
+                 + f"; {card['examples_seen_total']:,} examples in all.")
     return text
 
 
