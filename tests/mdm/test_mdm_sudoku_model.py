@@ -166,3 +166,32 @@ def test_init_starts_a_fresh_schedule_from_a_models_weights(tmp_path, tiny_model
                                           "--out", str(tmp_path / "z"), "--steps", "1",
                                           "--init", str(path)])
     assert other_task.exit_code == 2 and "vocabulary" in other_task.output
+
+
+def test_full_reproduction_trains_every_phase_then_evaluates(tmp_path, monkeypatch):
+    import dataclasses
+
+    from icml25.core import load_experiments, run_experiment, select
+    from icml25.mdm import sudoku_mdm
+
+    phases, real = [], sudoku_mdm.train_sudoku
+
+    def spy(puzzles, solutions, cfg, *args, init=None, **kw):
+        model, log = real(puzzles, solutions, cfg, *args, init=init, **kw)
+        phases.append((cfg.steps, cfg.lr, cfg.batch_size, init is not None))
+        return model, log
+
+    monkeypatch.setattr(sudoku_mdm, "train_sudoku", spy)
+
+    load_experiments()
+    (exp,) = select(["mdm-sudoku"])
+    assert len(exp.settings("full")["restarts"]) >= 1  # the shipped model's warm restarts
+    tiny = {"train_steps": 2, "restarts": [(1, 3e-4, 8), (1, 4e-4, 16)], "base_puzzles": 8,
+            "n_easy": 2, "n_hard": 1, "steps": 5, "sweep_n": 2}
+    result = run_experiment(dataclasses.replace(exp, full=tiny), mode="full", out_root=tmp_path)
+    assert result.status == "ok", result.error
+    assert phases[1:] == [(1, 3e-4, 8, True), (1, 4e-4, 16, True)] and not phases[0][3]
+    assert "warm restarts of 1 steps x 8 at lr 0.0003; 1 steps x 16 at lr 0.0004" in (
+        " ".join(result.notes))
+    assert {c.quantity for c in result.comparisons} >= {"easy: top margin (%)",
+                                                         "hard: vanilla (%)"}

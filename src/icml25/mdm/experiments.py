@@ -28,7 +28,8 @@ PAPER_NOISE = 0.5  # App. D.2: Gumbel noise with coefficient 0.5 on the certaint
         "hard: vanilla (%)": 3.62, "hard: top prob (%)": 9.44, "hard: top margin (%)": 49.88,
     },
     quick={"train_steps": 0, "n_easy": 200, "n_hard": 100, "steps": 50, "sweep_n": 50},
-    full={"train_steps": 16_000, "restart_steps": 6_500, "restart_lr": 3e-4,
+    # restarts: (steps, lr, batch size) of each warm restart after the first phase
+    full={"train_steps": 16_000, "restarts": [(6_500, 3e-4, 128)],
           "base_puzzles": 20_000, "n_easy": 1000, "n_hard": 1000, "steps": 50, "sweep_n": 300},
 )
 def sudoku_planners(ctx: RunContext) -> Outcome:
@@ -45,16 +46,18 @@ def sudoku_planners(ctx: RunContext) -> Outcome:
             cfg = TrainConfig(steps=s["train_steps"], batch_size=128, warmup_steps=500,
                               seed=ctx.seed, out_dir=run)
             model, _ = train_sudoku(puzzles, solutions, cfg)
-        # The shipped model's second phase: a warm restart (fresh AdamW state and cosine
-        # schedule, new batches) from the first phase's weights.
-        with tempfile.TemporaryDirectory() as run:
-            cfg = TrainConfig(steps=s["restart_steps"], batch_size=128, lr=s["restart_lr"],
-                              warmup_steps=200, seed=ctx.seed + 1, out_dir=run)
-            model, _ = train_sudoku(puzzles, solutions, cfg, init=model)
+        # The shipped model's later phases: warm restarts (fresh AdamW state and cosine
+        # schedule, new batches), each from the previous phase's weights.
+        for i, (steps, lr, batch) in enumerate(s["restarts"], 1):
+            with tempfile.TemporaryDirectory() as run:
+                cfg = TrainConfig(steps=steps, batch_size=batch, lr=lr, warmup_steps=200,
+                                  seed=ctx.seed + i, out_dir=run)
+                model, _ = train_sudoku(puzzles, solutions, cfg, init=model)
         model.eval()
         notes.append(f"Trained from scratch: {s['train_steps']} steps x 128 on "
-                     f"{s['base_puzzles']} augmented base puzzles, then a warm restart of "
-                     f"{s['restart_steps']} steps at lr {s['restart_lr']}.")
+                     f"{s['base_puzzles']} augmented base puzzles, then warm restarts of "
+                     + "; ".join(f"{n} steps x {b} at lr {lr}" for n, lr, b in s["restarts"])
+                     + ".")
     else:
         model = load_model()
         notes.append(_shipped_card())
