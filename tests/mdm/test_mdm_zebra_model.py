@@ -115,6 +115,13 @@ def test_cli_trains_and_evaluates_a_zebra_model(tmp_path, puzzles):
     gen = CliRunner().invoke(app, ["generate", "--task", "zebra", "--n", "2", "-o",
                                    str(tmp_path / "z.jsonl")])
     assert gen.exit_code == 0 and len(zebra.load_puzzles(tmp_path / "z.jsonl")) == 2
+    small = CliRunner().invoke(app, ["generate", "--task", "zebra", "--n", "3", "--houses", "3",
+                                     "--attrs", "4", "-o", str(tmp_path / "s.jsonl")])
+    assert small.exit_code == 0, small.output
+    assert {(p.n_houses, p.n_attrs) for p in zebra.load_puzzles(tmp_path / "s.jsonl")} == {(3, 4)}
+    sudoku_sized = CliRunner().invoke(app, ["generate", "--houses", "3", "-o",
+                                            str(tmp_path / "x.txt")])
+    assert sudoku_sized.exit_code == 2
 
 
 def test_zebra_experiment_is_registered_beside_the_paper_table():

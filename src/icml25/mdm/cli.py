@@ -72,22 +72,29 @@ def generate(
     difficulty: Annotated[str, typer.Option(help="sudoku: easy | hard")] = "easy",
     seed: int = 0,
     processes: Annotated[int, typer.Option(min=1)] = 1,
+    houses: Annotated[int | None, typer.Option(
+        min=3, max=6, help="zebra: this many houses (default: drawn from 3-6 per puzzle)")] = None,
+    attrs: Annotated[int | None, typer.Option(
+        min=3, max=6, help="zebra: this many attributes (default: drawn from 3-6)")] = None,
     out: Annotated[Path, typer.Option(
         "-o", "--out", help="sudoku: .txt (puzzles) or .npz; zebra: .jsonl")] = Path(
         "puzzles.txt"),
 ) -> None:
     """Generate puzzles with a unique solution (Sudoku easy = solvable by the 7 techniques;
-    Zebra sizes drawn from 3-6 houses x 3-6 attributes)."""
+    Zebra sizes drawn from 3-6 houses x 3-6 attributes unless fixed)."""
     from icml25.mdm import sudoku
 
     if task == "zebra":
         from icml25.mdm import zebra
 
-        zebra.save_puzzles(out, zebra.generate_dataset(n, seed, processes=processes))
+        zebra.save_puzzles(out, zebra.generate_dataset(n, seed, houses, attrs,
+                                                       processes=processes))
         _err(f"wrote {n} zebra puzzles to {out}")
         return
     if task != "sudoku":
         raise typer.BadParameter("sudoku or zebra", param_hint="--task")
+    if houses is not None or attrs is not None:
+        raise typer.BadParameter("Zebra only", param_hint="--houses/--attrs")
     if difficulty not in ("easy", "hard"):
         raise typer.BadParameter("easy or hard", param_hint="--difficulty")
     puzzles, solutions = sudoku.generate_dataset(n, seed, difficulty, processes)
