@@ -12,9 +12,9 @@ PUZZLE = "5300700006001950000980000608000600034008030017000200060600002800004190
 SOLUTION = "534678912672195348198342567859761423426853791713924856961537284287419635345286179"
 N_FIXED = 40
 # Measured on this set with the shipped model (see docs/mdm.md for the 1,000-puzzle table):
-# top margin 22 of 40, random 0 (2026-11-30; the model before the warm restart: 23 and 0);
+# top margin 27 of 40, random 0 (2026-11-30, after the second warm restart; before it 22 and 0);
 # the bounds leave room for float differences.
-MIN_MARGIN_SOLVED = 20
+MIN_MARGIN_SOLVED = 25
 
 
 @pytest.fixture(scope="module")

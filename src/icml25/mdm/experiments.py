@@ -29,7 +29,7 @@ PAPER_NOISE = 0.5  # App. D.2: Gumbel noise with coefficient 0.5 on the certaint
     },
     quick={"train_steps": 0, "n_easy": 200, "n_hard": 100, "steps": 50, "sweep_n": 50},
     # restarts: (steps, lr, batch size) of each warm restart after the first phase
-    full={"train_steps": 16_000, "restarts": [(6_500, 3e-4, 128)],
+    full={"train_steps": 16_000, "restarts": [(6_500, 3e-4, 128), (6_500, 4e-4, 256)],
           "base_puzzles": 20_000, "n_easy": 1000, "n_hard": 1000, "steps": 50, "sweep_n": 300},
 )
 def sudoku_planners(ctx: RunContext) -> Outcome:
