@@ -132,6 +132,7 @@ def _steps_sweep(ctx: RunContext, model, sudoku, n: int) -> dict:
     ax.set(xlabel="sampling steps", ylabel="puzzles fully solved (%)", xscale="log",
            title=f"Sudoku, {n} held-out easy puzzles")
     ax.set_xticks(grid, [str(g) for g in grid])
+    ax.minorticks_off()  # the log axis's own minor labels would overprint ours
     ax.legend()
     ctx.save_figure(fig, "accuracy_vs_steps")
     return {"steps": grid, **curves}
