@@ -96,6 +96,11 @@ def test_solve_returns_a_grid_per_puzzle_in_input_order(tiny_model, puzzles):
     report = evaluate_zebra(tiny_model, puzzles, ["random", "top_margin"], steps=4)
     assert set(report) == {"random", "top_margin"}
     assert all(r["n"] == len(puzzles) and 0 <= r["cell_acc"] <= 1 for r in report.values())
+    sizes = [f"{p.n_houses}x{p.n_attrs}" for p in puzzles]
+    for r in report.values():  # the per-size rates average back to the overall one
+        assert set(r["by_size"]) == set(sizes)
+        overall = sum(r["by_size"][s] for s in sizes) / len(sizes)
+        assert overall == pytest.approx(r["solved"])
 
 
 def test_cli_trains_and_evaluates_a_zebra_model(tmp_path, puzzles):
@@ -108,6 +113,8 @@ def test_cli_trains_and_evaluates_a_zebra_model(tmp_path, puzzles):
     assert out.exit_code == 0, out.output
     card = json.loads((run / "model" / "training.json").read_text())
     assert card["base_puzzles"] == len(puzzles) and card["final"]["step"] == 3
+    assert Transformer.load(run / "model").cfg.positions == "rotary"  # Zebra's default
+
     out = CliRunner().invoke(app, ["evaluate", "--task", "zebra", "--model", str(run),
                                    "--data", str(data), "--steps", "3"])
     assert out.exit_code == 0, out.output
@@ -122,6 +129,17 @@ def test_cli_trains_and_evaluates_a_zebra_model(tmp_path, puzzles):
     sudoku_sized = CliRunner().invoke(app, ["generate", "--houses", "3", "-o",
                                             str(tmp_path / "x.txt")])
     assert sudoku_sized.exit_code == 2
+
+
+def test_cli_positions_option(tmp_path, puzzles):
+    data = zebra.save_puzzles(tmp_path / "train.jsonl", puzzles)
+    args = ["train", "--task", "zebra", "--data", str(data), "--steps", "1", "--batch-size",
+            "2", "--warmup", "1", "--d-model", "16", "--n-layers", "1", "--n-heads", "2"]
+    out = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a"), "--positions", "learned"])
+    assert out.exit_code == 0, out.output
+    assert Transformer.load(tmp_path / "a" / "model").cfg.positions == "learned"
+    out = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "b"), "--positions", "alibi"])
+    assert out.exit_code != 0 and "learned or rotary" in out.output
 
 
 def test_zebra_experiment_is_registered_beside_the_paper_table():

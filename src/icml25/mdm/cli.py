@@ -125,6 +125,9 @@ def train(
         help="Add embeddings of each cell's row/column/box (Sudoku) or house/attribute (Zebra): "
              "a deviation from the paper's plain positions.")]
     = False,
+    positions: Annotated[str | None, typer.Option(
+        help="learned | rotary (default: learned for Sudoku, as in the paper; rotary for Zebra, "
+             "whose clues sit at varying offsets; see docs/mdm.md).")] = None,
     autoregressive: Annotated[bool, typer.Option(
         help="Sudoku: train the row-major causal baseline instead of the MDM.")] = False,
     init: Annotated[Path | None, typer.Option(
@@ -154,6 +157,10 @@ def train(
                       checkpoint_every=checkpoint_every, log_every=100, seed=seed,
                       out_dir=str(out))
     sizes = dict(d_model=d_model, n_layers=n_layers, n_heads=n_heads)
+    if positions is not None:
+        if positions not in ("learned", "rotary"):
+            raise typer.BadParameter("learned or rotary", param_hint="--positions")
+        sizes["positions"] = positions
 
     def show(row: dict) -> None:
         _err(json.dumps({k: round(v, 4) for k, v in row.items()}))

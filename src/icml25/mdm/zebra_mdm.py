@@ -4,7 +4,7 @@ Layout: the 36 answer tokens come first (fixed positions, one per (house, attrib
 6 x 6 grid, PAD where the puzzle is smaller), then the clue tokens of ``zebra.encode``, right-padded
 to the batch's longest prompt. Only the puzzle's own answer cells are ever masked (training) or
 generated (solving); the clues and the PAD cells stay visible. The model is the same bidirectional
-``icml25.nn.Transformer`` with learned positions as the Sudoku model.
+``icml25.nn.Transformer`` as the Sudoku model, with rotary positions.
 
 Training draws one size class (houses x attributes) per batch, so rows of a batch have similar
 lengths, and applies ``zebra.augment`` (attribute and value relabelling, mirror, clue order) to
@@ -37,13 +37,17 @@ def cell_groups(max_prompt: int = MAX_PROMPT) -> list[list[int]]:
 
 
 def default_model_config(*, cell_embeddings: bool = False, **overrides) -> TransformerConfig:
-    """0.8M parameters with learned positions; ``cell_embeddings`` adds learned house and
+    """0.8M parameters with rotary positions; ``cell_embeddings`` adds learned house and
     attribute embeddings to the answer cells, so the model need not discover from 36 position
-    vectors which cells share a house or an attribute (a deviation from plain positions)."""
+    vectors which cells share a house or an attribute (a deviation from plain positions).
+
+    Rotary, not learned, positions: a clue's tokens must be read together (``at A2 V1 P0``) and
+    clues start at offsets that vary from puzzle to puzzle; with learned absolute positions the
+    model sat at chance even on puzzles whose clues are all direct lookups (docs/mdm.md)."""
     seq_len = overrides.get("seq_len", zebra.ANSWER_LEN + MAX_PROMPT)
     groups = cell_groups(seq_len - zebra.ANSWER_LEN) if cell_embeddings else None
     base = dict(vocab_size=zebra.VOCAB_SIZE, seq_len=seq_len, d_model=128, n_layers=4, n_heads=4,
-                dropout=0.0, causal=False, positions="learned", position_groups=groups)
+                dropout=0.0, causal=False, positions="rotary", position_groups=groups)
     return TransformerConfig(**(base | overrides))
 
 
@@ -134,14 +138,19 @@ def evaluate_zebra(model: Transformer, puzzles: Sequence[zebra.ZebraPuzzle],
                    steps: int | None = None, seed: int = 0,
                    noise: float = 0.0) -> dict[str, dict[str, float]]:
     """Fully-solved rate (a grid satisfying every clue, by :func:`zebra.check`), cell accuracy
-    against the unique solution, and a 95% CI, per planner."""
+    against the unique solution, and a 95% CI, per planner; ``by_size`` splits the solved rate
+    by puzzle size (``"4x3"``: 4 houses, 3 attributes)."""
     report = {}
     cells = sum(p.n_houses * p.n_attrs for p in puzzles)
+    sizes = [f"{p.n_houses}x{p.n_attrs}" for p in puzzles]
     for planner in planners:
         grids = solve_zebra(model, puzzles, planner=planner, steps=steps, seed=seed, noise=noise)
-        k = sum(zebra.check(p, g) for p, g in zip(puzzles, grids, strict=True))
+        ok = [zebra.check(p, g) for p, g in zip(puzzles, grids, strict=True)]
         right = sum(int((g == p.solution).sum()) for p, g in zip(puzzles, grids, strict=True))
-        lo, hi = clopper_pearson(k, len(puzzles))
-        report[planner] = {"solved": k / max(len(puzzles), 1), "ci_low": lo, "ci_high": hi,
-                           "n": len(puzzles), "cell_acc": right / max(cells, 1)}
+        lo, hi = clopper_pearson(sum(ok), len(puzzles))
+        by_size = {size: float(np.mean([o for o, s in zip(ok, sizes, strict=True) if s == size]))
+                   for size in sorted(set(sizes))}
+        report[planner] = {"solved": sum(ok) / max(len(puzzles), 1), "ci_low": lo, "ci_high": hi,
+                           "n": len(puzzles), "cell_acc": right / max(cells, 1),
+                           "by_size": by_size}
     return report
