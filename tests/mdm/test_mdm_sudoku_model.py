@@ -193,5 +193,8 @@ def test_full_reproduction_trains_every_phase_then_evaluates(tmp_path, monkeypat
     assert phases[1:] == [(1, 3e-4, 8, True), (1, 4e-4, 16, True)] and not phases[0][3]
     assert "warm restarts of 1 steps x 8 at lr 0.0003; 1 steps x 16 at lr 0.0004" in (
         " ".join(result.notes))
-    assert {c.quantity for c in result.comparisons} >= {"easy: top margin (%)",
-                                                         "hard: vanilla (%)"}
+    assert {c.quantity for c in result.comparisons} >= {
+        "easy: top margin (%)", "hard: vanilla (%)", "easy: autoregressive, row-major (%)",
+        "hard: autoregressive, row-major (%)"}
+    (ar,) = [c for c in result.comparisons if c.quantity.startswith("easy: autoregressive")]
+    assert ar.published == 9.73 and 0 <= ar.ours <= 100

@@ -8,6 +8,7 @@ models' settings, then evaluates on 1,000 easy and 1,000 hard Sudoku and 1,000 Z
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 
 from icml25.core import Outcome, RunContext, experiment, new_figure
@@ -26,6 +27,7 @@ PAPER_NOISE = 0.5  # App. D.2: Gumbel noise with coefficient 0.5 on the certaint
     published={
         "easy: vanilla (%)": 6.88, "easy: top prob (%)": 18.51, "easy: top margin (%)": 89.49,
         "hard: vanilla (%)": 3.62, "hard: top prob (%)": 9.44, "hard: top margin (%)": 49.88,
+        "easy: autoregressive, row-major (%)": 9.73,
     },
     quick={"train_steps": 0, "n_easy": 200, "n_hard": 100, "steps": 50, "sweep_n": 50},
     # restarts: (steps, lr, batch size) of each warm restart after the first phase
@@ -39,6 +41,7 @@ def sudoku_planners(ctx: RunContext) -> Outcome:
 
     s = ctx.settings
     notes = []
+    ar_model = None
     if s["train_steps"]:
         puzzles, solutions = sudoku.generate_dataset(s["base_puzzles"], seed=TRAIN_SEED,
                                                      processes=2)
@@ -46,6 +49,7 @@ def sudoku_planners(ctx: RunContext) -> Outcome:
             cfg = TrainConfig(steps=s["train_steps"], batch_size=128, warmup_steps=500,
                               seed=ctx.seed, out_dir=run)
             model, _ = train_sudoku(puzzles, solutions, cfg)
+        ar_model = _train_ar_baseline(puzzles, solutions, cfg)
         # The shipped model's later phases: warm restarts (fresh AdamW state and cosine
         # schedule, new batches), each from the previous phase's weights.
         for i, (steps, lr, batch) in enumerate(s["restarts"], 1):
@@ -57,10 +61,17 @@ def sudoku_planners(ctx: RunContext) -> Outcome:
         notes.append(f"Trained from scratch: {s['train_steps']} steps x 128 on "
                      f"{s['base_puzzles']} augmented base puzzles, then warm restarts of "
                      + "; ".join(f"{n} steps x {b} at lr {lr}" for n, lr, b in s["restarts"])
-                     + ".")
+                     + f". Autoregressive baseline: {s['train_steps']} steps x 128 from scratch, "
+                     "the first phase's budget and schedule.")
     else:
         model = load_model()
         notes.append(_shipped_card())
+        try:
+            ar_model = load_model(task="sudoku-ar")
+            notes.append("Autoregressive baseline: " + _shipped_card("sudoku-ar"))
+        except FileNotFoundError:
+            notes.append("Autoregressive baseline: not measured, no checkpoint is shipped yet "
+                         "(its run is in data/mdm/README.md).")
     notes.append(f"Model: {model.num_params():,} parameters (paper: ~6M); puzzles generated "
                  "here (the paper's Kaggle-derived data cannot be downloaded), easy = solvable by "
                  "the 7 techniques of Shah et al., hard = unique but not solvable by them.")
@@ -86,8 +97,27 @@ def sudoku_planners(ctx: RunContext) -> Outcome:
             scale=f"{n} puzzles, {s['steps']} steps",
             note=f"95% CI {100 * r['ci_low']:.1f}–{100 * r['ci_high']:.1f}; the paper's noise "
                  "setting; our default adds none"))
+        if ar_model is not None:
+            r = evaluate(ar_model, puzzles, solutions)["autoregressive"]
+            data[level]["autoregressive"] = r
+            rows.append(ctx.compare(
+                f"{level}: autoregressive, row-major (%)", round(100 * r["solved"], 2),
+                scale=f"{n} puzzles, greedy",
+                note=f"95% CI {100 * r['ci_low']:.1f}–{100 * r['ci_high']:.1f}; cell accuracy "
+                     f"{100 * r['cell_acc']:.1f}%; the MDM's first-phase budget; paper: 42M "
+                     "parameters"))
     data["sweep"] = _steps_sweep(ctx, model, sudoku, s["sweep_n"])
     return Outcome(comparisons=rows, data=data, notes=notes)
+
+
+def _train_ar_baseline(puzzles, solutions, cfg):
+    """The row-major causal baseline at the MDM's first-phase budget (same steps, batch,
+    schedule and data)."""
+    from icml25.mdm.sudoku_ar import train_sudoku_ar
+
+    with tempfile.TemporaryDirectory() as run:
+        model, _ = train_sudoku_ar(puzzles, solutions, dataclasses.replace(cfg, out_dir=run))
+    return model.eval()
 
 
 def _shipped_card(task: str = "sudoku") -> str:
