@@ -95,5 +95,6 @@ def main() -> None:
     for r in results:
         print(json.dumps(r | {"objective": args.objective, "steps": args.steps}))
 
+
 if __name__ == "__main__":
     main()

@@ -127,7 +127,7 @@ def train(
     = False,
     positions: Annotated[str | None, typer.Option(
         help="learned | rotary (default: learned for Sudoku, as in the paper; rotary for Zebra, "
-             "whose clues sit at varying offsets; see docs/mdm.md).")] = None,
+             "whose clue tokens are read by their relative offsets; see docs/mdm.md).")] = None,
     autoregressive: Annotated[bool, typer.Option(
         help="Sudoku: train the row-major causal baseline instead of the MDM.")] = False,
     init: Annotated[Path | None, typer.Option(

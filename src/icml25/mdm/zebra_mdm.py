@@ -41,9 +41,10 @@ def default_model_config(*, cell_embeddings: bool = False, **overrides) -> Trans
     attribute embeddings to the answer cells, so the model need not discover from 36 position
     vectors which cells share a house or an attribute (a deviation from plain positions).
 
-    Rotary, not learned, positions: a clue's tokens must be read together (``at A2 V1 P0``) and
-    clues start at offsets that vary from puzzle to puzzle; with learned absolute positions the
-    model sat at chance even on puzzles whose clues are all direct lookups (docs/mdm.md)."""
+    Rotary, not learned, positions: reading a clue means combining tokens at fixed offsets from
+    each other (``at A2 V1 P0``) wherever the clue starts, which rotary attention expresses
+    directly; with learned absolute positions the model never left chance even on puzzles whose
+    clues are all direct lookups (``benchmarks/mdm_zebra_lookup.py``, docs/mdm.md)."""
     seq_len = overrides.get("seq_len", zebra.ANSWER_LEN + MAX_PROMPT)
     groups = cell_groups(seq_len - zebra.ANSWER_LEN) if cell_embeddings else None
     base = dict(vocab_size=zebra.VOCAB_SIZE, seq_len=seq_len, d_model=128, n_layers=4, n_heads=4,
