@@ -55,6 +55,17 @@ def test_position_groups_share_an_embedding_and_survive_save_load(tmp_path):
         TransformerConfig(vocab_size=5, seq_len=4, position_groups=[[0, 1, 2]])
 
 
+def test_qk_init_std_scales_only_queries_and_keys():
+    d = 32
+    plain, wide = _model(), _model(qk_init_std=0.5)
+    for m, qk in ((plain, 0.02), (wide, 0.5)):
+        w = m.blocks[0].qkv.weight
+        assert w[:2 * d].std().item() == pytest.approx(qk, rel=0.1)
+        assert w[2 * d:].std().item() == pytest.approx(0.02, rel=0.1)  # values untouched
+    with pytest.raises(ValueError, match="qk_init_std"):
+        TransformerConfig(vocab_size=5, seq_len=4, qk_init_std=0.0)
+
+
 def test_bad_configs_and_inputs_are_refused(tmp_path):
     with pytest.raises(ValueError, match="multiple of n_heads"):
         TransformerConfig(vocab_size=5, seq_len=4, d_model=30, n_heads=4)

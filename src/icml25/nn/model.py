@@ -4,6 +4,12 @@
 position to a group id (e.g. a Sudoku cell's row, column and box) and gets a learned embedding
 table, summed into the input like the position embedding.
 
+``qk_init_std`` sets the initial scale of the query and key projections (default: GPT-2's 0.02
+like every other weight). At 0.02 the attention logits start near zero and the gradient of
+each of the two factors is proportional to the other, so a task whose first need is to *match*
+tokens (a Zebra cell finding the clue that names it) can sit at uniform attention for a long
+time; ~1/sqrt(d_model) starts the logits at order one.
+
 Saved as ``model.safetensors`` + ``config.json`` (``save`` / ``Transformer.load``).
 """
 
@@ -33,6 +39,7 @@ class TransformerConfig:
     out_size: int | None = None  # output classes; default vocab_size
     tie_embeddings: bool = False
     position_groups: list[list[int]] | None = None  # per table: a group id for each position
+    qk_init_std: float | None = None  # init std of query/key weights; default 0.02
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads:
@@ -43,6 +50,8 @@ class TransformerConfig:
             raise ValueError("rotary positions need an even head dimension")
         if self.tie_embeddings and self.out_size not in (None, self.vocab_size):
             raise ValueError("tied embeddings need out_size == vocab_size")
+        if self.qk_init_std is not None and not self.qk_init_std > 0:
+            raise ValueError(f"qk_init_std must be positive, got {self.qk_init_std}")
         for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive")
@@ -123,6 +132,9 @@ class Transformer(nn.Module):
             std = 0.02 / math.sqrt(2 * cfg.n_layers)
             nn.init.normal_(block.proj.weight, std=std)
             nn.init.normal_(block.mlp[2].weight, std=std)
+            if cfg.qk_init_std is not None:
+                with torch.no_grad():
+                    block.qkv.weight[:2 * cfg.d_model].normal_(std=cfg.qk_init_std)
 
     @staticmethod
     def _init(module: nn.Module) -> None:
