@@ -9,11 +9,13 @@ repeat training ones: this measures whether clues are read, not generalisation).
 ``--objective all-masked`` masks every answer cell (the clues are then the only information, so
 the loss can only fall below ln 3 = 1.099 by reading them); ``mdm`` is the usual objective.
 
-``--layout item`` swaps the answer's layout: one cell per item (attribute, value) holding its
-house (``P<h>``) instead of one cell per (house, attribute) holding a value. The clue tokens
-are the same. A clue then names the answer cells it is about (``same A0 V2 A3 V1`` relates cells
-(0, 2) and (3, 1)) instead of values to be searched for in the grid. ``--qk-init-std`` sets the
-initial scale of the query/key projections (``TransformerConfig.qk_init_std``).
+``--layout`` picks the answer's layout: ``item`` (the package's, ``zebra.encode``) has one cell
+per item (attribute, value) holding its house, so a clue names the answer cells it is about
+(``same A0 V2 A3 V1`` relates cells (0, 2) and (3, 1)); ``house`` (the package's until
+2026-11-30) has one cell per (house, attribute) holding a value, so a relational clue first
+needs a search for the house that holds a value. The clue tokens are the same.
+``--qk-init-std`` sets the initial scale of the query/key projections
+(``TransformerConfig.qk_init_std``; 0.02 is GPT-2's, the package's Zebra default is 0.088).
 ``--real-steps N`` then trains each model N more steps on real 3 x 3 puzzles (4,000 of seed 20)
 with the MDM objective and reports its solve rate on 200 of seed 21: does reading lookups carry
 over to relational clues?
@@ -40,7 +42,7 @@ from icml25.mdm.zebra_mdm import default_model_config, encode_batch, evaluate_ze
 from icml25.nn import TrainConfig, Transformer, train
 
 SIDE = zebra.MAX_SIZE
-P0 = zebra.VOCAB.index("P0")
+V0 = zebra.VOCAB.index("V0")
 
 
 def lookup_puzzle(rng: np.random.Generator, n: int = 3, m: int = 3) -> zebra.ZebraPuzzle:
@@ -53,38 +55,29 @@ def lookup_puzzle(rng: np.random.Generator, n: int = 3, m: int = 3) -> zebra.Zeb
     return zebra.ZebraPuzzle(n, m, clues, solution)
 
 
-def item_major_batch(puzzles, max_prompt: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``encode_batch`` with the answer re-laid out: cell ``a * 6 + v`` holds ``P<house of
-    item (a, v)>``."""
+def house_major_batch(puzzles, max_prompt: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``encode_batch`` with the answer re-laid out house-major: cell ``h * 6 + a`` holds
+    ``V<value of attribute a in house h>``."""
     tokens, maskable = encode_batch(puzzles, max_prompt)
     for i, pz in enumerate(puzzles):
         n, m = pz.n_houses, pz.n_attrs
         answer = np.full((SIDE, SIDE), zebra.PAD, dtype=np.int64)
-        answer[:m, :n] = P0 + zebra._where(np.asarray(pz.solution))
+        answer[:n, :m] = V0 + np.asarray(pz.solution)
         tokens[i, :zebra.ANSWER_LEN] = torch.from_numpy(answer.reshape(-1))
-        maskable[i, :zebra.ANSWER_LEN] = torch.from_numpy(zebra.answer_mask(m, n))
+        maskable[i, :zebra.ANSWER_LEN] = torch.from_numpy(answer.reshape(-1) != zebra.PAD)
     return tokens, maskable
 
 
-def grid_from_items(answer: np.ndarray, n: int, m: int) -> np.ndarray | None:
-    """The (house, attribute) grid from an item-major answer, None if it is not a placement."""
-    where = answer.reshape(SIDE, SIDE)[:m, :n] - P0
-    if not (np.sort(where, axis=1) == np.arange(n)).all():
-        return None
-    return zebra._grid_from_where(where)
-
-
-def evaluate_items(model, test) -> dict:
-    """Top-margin solve rate and item-placement accuracy of an item-major model (one size)."""
-    tokens, maskable = item_major_batch(test, model.cfg.seq_len - zebra.ANSWER_LEN)
+def evaluate_house_major(model, test) -> dict:
+    """Top-margin solve rate and cell accuracy of a house-major model (one puzzle size)."""
+    tokens, maskable = house_major_batch(test, model.cfg.seq_len - zebra.ANSWER_LEN)
     with torch.no_grad():
         filled = sample(model, tokens, maskable, steps=zebra.ANSWER_LEN, planner="top_margin",
                         mask_id=zebra.MASK, generator=torch.Generator().manual_seed(0))
     right = (filled == tokens)[maskable].float().mean().item()
-    solved = 0
-    for pz, row in zip(test, filled[:, :zebra.ANSWER_LEN].numpy(), strict=True):
-        grid = grid_from_items(row, pz.n_houses, pz.n_attrs)
-        solved += grid is not None and zebra.check(pz, grid)
+    n, m = test[0].n_houses, test[0].n_attrs
+    grids = filled[:, :zebra.ANSWER_LEN].numpy().reshape(-1, SIDE, SIDE)[:, :n, :m] - V0
+    solved = sum(zebra.check(pz, grid) for pz, grid in zip(test, grids, strict=True))
     return {"solved": solved / len(test), "cell_acc": right}
 
 
@@ -98,7 +91,7 @@ def all_masked_loss(model, tokens, maskable):
 def fit(model, puzzles, steps: int, objective: str, layout: str, seed: int, tag: dict) -> list:
     """Train ``model`` in place on augmented ``puzzles``; returns the log."""
     cfg = TrainConfig(steps=steps, batch_size=64, warmup_steps=100, log_every=50, seed=seed)
-    to_batch = item_major_batch if layout == "item" else encode_batch
+    to_batch = house_major_batch if layout == "house" else encode_batch
 
     def batch_fn(step, gen, rank):
         r = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=gen)))
@@ -118,8 +111,8 @@ def fit(model, puzzles, steps: int, objective: str, layout: str, seed: int, tag:
 
 
 def report(model, test, layout: str) -> dict:
-    if layout == "item":
-        out = evaluate_items(model.eval(), test)
+    if layout == "house":
+        out = evaluate_house_major(model.eval(), test)
     else:
         out = evaluate_zebra(model.eval(), test, ("top_margin",))["top_margin"]
     model.train()
@@ -155,7 +148,7 @@ def main() -> None:
                     help="plain positions only (no house/attribute embeddings)")
     ap.add_argument("--layout", choices=("house", "item"), default="house")
     ap.add_argument("--qk-init-std", type=float, nargs="+", default=[None],
-                    help="one run per value (default: the model's 0.02)")
+                    help="one run per value (default: 0.02 like every other weight)")
     ap.add_argument("--real-steps", type=int, default=0)
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--n-train", type=int, default=4000)

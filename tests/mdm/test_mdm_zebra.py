@@ -95,11 +95,19 @@ def test_encoding_round_trip_and_vocabulary(puzzles):
         assert (Z.decode_answer(answer, n, m) == pz.solution).all()
         mask = Z.answer_mask(n, m)
         assert mask.sum() == n * m and (answer[~mask] == Z.PAD).all()
-        assert all(Z.VOCAB[t].startswith("V") for t in answer[mask])
+        assert all(Z.VOCAB[t].startswith("P") for t in answer[mask])
+        # item-major: cell a * 6 + v names the house of value v of attribute a
+        a, v = pz.clues[0].x
+        assert Z.VOCAB[answer[a * Z.MAX_SIZE + v]] == f"P{list(pz.solution[:, a]).index(v)}"
+    p0 = puzzles[0]
     masked = answers[0].copy()
-    masked[0] = Z.MASK
-    grid = Z.decode_answer(masked, puzzles[0].n_houses, puzzles[0].n_attrs)
-    assert grid[0, 0] == -1 and not Z.check(puzzles[0], grid)
+    masked[0] = Z.MASK  # item (0, 0): attribute 0 no longer a placement
+    grid = Z.decode_answer(masked, p0.n_houses, p0.n_attrs)
+    assert (grid[:, 0] == -1).all() and (grid[:, 1:] == p0.solution[:, 1:]).all()
+    assert not Z.check(p0, grid)
+    clash = answers[0].copy()
+    clash[1] = clash[0]  # items (0, 0) and (0, 1) in one house
+    assert not Z.check(p0, Z.decode_answer(clash, p0.n_houses, p0.n_attrs))
     batch = Z.decode_answer(answers[:2], 3, 3)
     assert batch.shape == (2, 3, 3)
     with pytest.raises(Z.ZebraError):

@@ -86,7 +86,7 @@ def test_loss_scores_only_answer_cells(puzzles):
     base = loss(tokens)
     clues_and_pads = tokens.masked_fill(~maskable, zebra.SEP)
     assert torch.equal(loss(clues_and_pads), base)
-    answers = tokens.masked_fill(maskable, zebra.VOCAB.index("V0"))
+    answers = tokens.masked_fill(maskable, zebra.VOCAB.index("P0"))
     assert not torch.equal(loss(answers), base)
 
 
@@ -151,13 +151,13 @@ def test_zebra_experiment_is_registered_beside_the_paper_table():
     assert exp.settings("quick")["train_steps"] == 0 and exp.settings("full")["train_steps"] > 0
 
 
-def test_cell_embeddings_name_each_answer_cells_house_and_attribute(puzzles):
+def test_cell_embeddings_name_each_answer_cells_attribute_and_value(puzzles):
     from icml25.mdm.zebra_mdm import cell_groups
 
-    houses, attrs = cell_groups(max_prompt=10)
-    assert len(houses) == len(attrs) == zebra.ANSWER_LEN + 10
-    assert (houses[7], attrs[7]) == (1, 1) and (houses[35], attrs[35]) == (5, 5)
-    assert set(houses[zebra.ANSWER_LEN:]) == set(attrs[zebra.ANSWER_LEN:]) == {zebra.MAX_SIZE}
+    attrs, values = cell_groups(max_prompt=10)
+    assert len(attrs) == len(values) == zebra.ANSWER_LEN + 10
+    assert (attrs[8], values[8]) == (1, 2) and (attrs[35], values[35]) == (5, 5)
+    assert set(attrs[zebra.ANSWER_LEN:]) == set(values[zebra.ANSWER_LEN:]) == {zebra.MAX_SIZE}
     cfg = default_model_config(cell_embeddings=True, d_model=16, n_layers=1, n_heads=2)
     assert len(cfg.position_groups) == 2 and len(cfg.position_groups[0]) == cfg.seq_len
     tokens, maskable = encode_batch(puzzles)

@@ -122,7 +122,7 @@ def train(
     n_heads: int = 4,
     weighting: Annotated[str, typer.Option(help="elbo | none")] = "elbo",
     cell_embeddings: Annotated[bool, typer.Option(
-        help="Add embeddings of each cell's row/column/box (Sudoku) or house/attribute (Zebra): "
+        help="Add embeddings of each cell's row/column/box (Sudoku) or attribute/value (Zebra): "
              "a deviation from the paper's plain positions.")]
     = False,
     positions: Annotated[str | None, typer.Option(

@@ -195,7 +195,8 @@ def zebra_planners(ctx: RunContext) -> Outcome:
             model, _ = train_zebra(puzzles, cfg, default_model_config(cell_embeddings=True))
         model.eval()
         notes.append(f"Trained from scratch: {s['train_steps']} steps x 64 on {s['n_train']} "
-                     "augmented puzzles (rotary positions, house/attribute embeddings).")
+                     "augmented puzzles (item-major answers, rotary positions, attribute/value "
+                     "embeddings, query/key init 0.088).")
     else:
         try:
             model = load_model(task="zebra")

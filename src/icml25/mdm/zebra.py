@@ -34,8 +34,13 @@ Token encoding for a masked-diffusion model (fixed vocabulary, :data:`VOCAB`)::
 
     prompt = H<n> N<m> SEP, then per clue: KIND A V A V SEP   (binary clues, 6 tokens)
                                          or KIND A V P SEP     (at / not_at, 5 tokens)
-    answer = 36 tokens, a 6x6 grid in house-major order: answer[h * 6 + a] = V<solution[h, a]>,
-             PAD where h >= n_houses or a >= n_attrs (see :func:`answer_mask`).
+    answer = 36 tokens, one per item in item-major order: answer[a * 6 + v] = P<house of item
+             (a, v)>, PAD where a >= n_attrs or v >= n_houses (see :func:`answer_mask`).
+
+The answer names each item's house rather than each house's values, so a clue names the answer
+cells it is about (``same A0 V2 A3 V1``: cells (0, 2) and (3, 1) hold the same house) instead of
+values a model would first have to search the grid for; models read clues far sooner this way
+(``benchmarks/mdm_zebra_lookup.py``, docs/mdm.md).
 
 Example
 -------
@@ -506,10 +511,10 @@ def _clue_tokens(c: Clue) -> list[int]:
 
 
 def answer_mask(n_houses: int, n_attrs: int) -> np.ndarray:
-    """Bool ``(36,)``: True at answer positions that hold a value (the rest are PAD)."""
+    """Bool ``(36,)``: True at the answer positions of the puzzle's items (the rest are PAD)."""
     _check_sizes(n_houses, n_attrs)
     mask = np.zeros((MAX_SIZE, MAX_SIZE), dtype=bool)
-    mask[:n_houses, :n_attrs] = True
+    mask[:n_attrs, :n_houses] = True
     return mask.reshape(-1)
 
 
@@ -521,7 +526,7 @@ def encode(puzzle: ZebraPuzzle) -> tuple[np.ndarray, np.ndarray]:
     for c in puzzle.clues:
         prompt += _clue_tokens(c)
     answer = np.full((MAX_SIZE, MAX_SIZE), PAD, dtype=np.int64)
-    answer[:n, :m] = _VALUE0 + np.asarray(puzzle.solution)
+    answer[:m, :n] = _POS0 + _where(np.asarray(puzzle.solution))
     return np.array(prompt, dtype=np.int64), answer.reshape(-1)
 
 
@@ -546,14 +551,21 @@ def encode_dataset(
 
 def decode_answer(tokens, n_houses: int, n_attrs: int) -> np.ndarray:
     """Grid ``(n_houses, n_attrs)`` of value indices from 36 answer tokens (batch: ``(B, 36)``
-    gives ``(B, n_houses, n_attrs)``); positions holding a non-value token become -1."""
+    gives ``(B, n_houses, n_attrs)``). An attribute whose items do not take distinct houses (a
+    non-house token, two of its items in one house) gets -1 in its whole column, so such a grid
+    never passes :func:`check`."""
     _check_sizes(n_houses, n_attrs)
     t = np.asarray(tokens)
     if t.shape[-1] != ANSWER_LEN:
         raise ZebraError(f"expected {ANSWER_LEN} answer tokens, got shape {t.shape}")
-    cells = t.reshape(*t.shape[:-1], MAX_SIZE, MAX_SIZE)[..., :n_houses, :n_attrs]
-    vals = cells.astype(np.int64) - _VALUE0
-    return np.where((vals >= 0) & (vals < n_houses), vals, -1)
+    items = t.reshape(-1, MAX_SIZE, MAX_SIZE)[:, :n_attrs, :n_houses].astype(np.int64) - _POS0
+    grids = np.full((len(items), n_houses, n_attrs), -1, dtype=np.int64)
+    ids = np.arange(n_houses)  # the house indices, and an attribute's value indices
+    for b, where in enumerate(items):
+        for a in range(n_attrs):
+            if (np.sort(where[a]) == ids).all():  # the attribute's items take distinct houses
+                grids[b, where[a], a] = ids  # value v sits in house where[a, v]
+    return grids.reshape(*t.shape[:-1], n_houses, n_attrs)
 
 
 def describe(puzzle: ZebraPuzzle) -> str:
