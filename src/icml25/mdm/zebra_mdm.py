@@ -26,6 +26,7 @@ from icml25.mdm.sampler import sample
 from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
 
 MAX_PROMPT = 220  # clue tokens a model has room for (the generator's 6 x 6 puzzles: ~140-180)
+QK_INIT_STD = 0.088  # ~1/sqrt(d_model): attention logits of order one at the start
 
 
 def cell_groups(max_prompt: int = MAX_PROMPT) -> list[list[int]]:
@@ -35,9 +36,6 @@ def cell_groups(max_prompt: int = MAX_PROMPT) -> list[list[int]]:
     rest = [n] * max_prompt
     return [[c // n for c in range(zebra.ANSWER_LEN)] + rest,
             [c % n for c in range(zebra.ANSWER_LEN)] + rest]
-
-
-QK_INIT_STD = 0.088  # ~1/sqrt(d_model): attention logits of order one at the start
 
 
 def default_model_config(*, cell_embeddings: bool = False, **overrides) -> TransformerConfig:
