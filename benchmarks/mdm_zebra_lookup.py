@@ -45,16 +45,6 @@ SIDE = zebra.MAX_SIZE
 V0 = zebra.VOCAB.index("V0")
 
 
-def lookup_puzzle(rng: np.random.Generator, n: int = 3, m: int = 3) -> zebra.ZebraPuzzle:
-    """A puzzle whose clues pin n - 1 houses of every attribute directly."""
-    solution = np.stack([rng.permutation(n) for _ in range(m)], 1)  # (house, attribute)
-    clues = [zebra.Clue("at", (a, int(solution[h, a])), house=int(h))
-             for a in range(m) for h in rng.choice(n, n - 1, replace=False)]
-    clues = [clues[i] for i in rng.permutation(len(clues))]
-    assert zebra.count_solutions(n, m, clues) == 1
-    return zebra.ZebraPuzzle(n, m, clues, solution)
-
-
 def house_major_batch(puzzles, max_prompt: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``encode_batch`` with the answer re-laid out house-major: cell ``h * 6 + a`` holds
     ``V<value of attribute a in house h>``."""
@@ -156,8 +146,8 @@ def main() -> None:
     args = ap.parse_args()
 
     rng = np.random.default_rng(args.seed)
-    puzzles = [lookup_puzzle(rng) for _ in range(args.n_train)]
-    test = [lookup_puzzle(rng) for _ in range(200)]
+    puzzles = [zebra.generate_lookup_puzzle(rng, 3, 3) for _ in range(args.n_train)]
+    test = [zebra.generate_lookup_puzzle(rng, 3, 3) for _ in range(200)]
     real = None
     if args.real_steps:
         real = (zebra.generate_dataset(4000, seed=20, n_houses=3, n_attrs=3),

@@ -137,3 +137,15 @@ def test_two_processes_give_the_same_puzzles():
     one = Z.generate_dataset(4, seed=9, n_houses=4, n_attrs=3)
     two = Z.generate_dataset(4, seed=9, n_houses=4, n_attrs=3, processes=2)
     assert [p.clues for p in one] == [p.clues for p in two]
+
+
+def test_lookup_puzzles_are_at_clues_with_one_solution():
+    lookups = Z.generate_dataset(20, seed=3, lookup=True)
+    assert {(p.n_houses, p.n_attrs) for p in lookups} != {(lookups[0].n_houses, lookups[0].n_attrs)}
+    for p in lookups:
+        assert {c.kind for c in p.clues} == {"at"}
+        assert len(p.clues) == (p.n_houses - 1) * p.n_attrs
+        assert Z.check(p, p.solution)
+        assert Z.count_solutions(p.n_houses, p.n_attrs, p.clues) == 1
+    with pytest.raises(Z.ZebraError):
+        Z.generate_lookup_puzzle(0, 3, 7)

@@ -79,6 +79,8 @@ def generate(
     out: Annotated[Path, typer.Option(
         "-o", "--out", help="sudoku: .txt (puzzles) or .npz; zebra: .jsonl")] = Path(
         "puzzles.txt"),
+    lookup: Annotated[bool, typer.Option(
+        help="zebra: clues all `at` (a curriculum's first stage, see docs/mdm.md)")] = False,
 ) -> None:
     """Generate puzzles with a unique solution (Sudoku easy = solvable by the 7 techniques;
     Zebra sizes drawn from 3-6 houses x 3-6 attributes unless fixed)."""
@@ -88,13 +90,13 @@ def generate(
         from icml25.mdm import zebra
 
         zebra.save_puzzles(out, zebra.generate_dataset(n, seed, houses, attrs,
-                                                       processes=processes))
+                                                       processes=processes, lookup=lookup))
         _err(f"wrote {n} zebra puzzles to {out}")
         return
     if task != "sudoku":
         raise typer.BadParameter("sudoku or zebra", param_hint="--task")
-    if houses is not None or attrs is not None:
-        raise typer.BadParameter("Zebra only", param_hint="--houses/--attrs")
+    if houses is not None or attrs is not None or lookup:
+        raise typer.BadParameter("Zebra only", param_hint="--houses/--attrs/--lookup")
     if difficulty not in ("easy", "hard"):
         raise typer.BadParameter("easy or hard", param_hint="--difficulty")
     puzzles, solutions = sudoku.generate_dataset(n, seed, difficulty, processes)

@@ -83,6 +83,7 @@ __all__ = [
     "encode",
     "encode_dataset",
     "generate_dataset",
+    "generate_lookup_puzzle",
     "generate_puzzle",
     "load_puzzles",
     "save_puzzles",
@@ -386,12 +387,30 @@ def generate_puzzle(
     return ZebraPuzzle(n_houses, n_attrs, kept, grid)
 
 
+def generate_lookup_puzzle(
+    rng: np.random.Generator | int | None, n_houses: int, n_attrs: int
+) -> ZebraPuzzle:
+    """A puzzle whose clues are all ``at``: ``n_houses - 1`` items of every attribute pinned to
+    their house, the last one left to all-different.
+
+    Not a puzzle anyone would pose: a curriculum's first stage, where every answer cell is one
+    attention hop from the clue that names it (docs/mdm.md, "Zebra").
+    """
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    _check_sizes(n_houses, n_attrs)
+    grid = np.stack([rng.permutation(n_houses) for _ in range(n_attrs)], axis=1)
+    clues = [Clue("at", (a, int(grid[h, a])), house=int(h))
+             for a in range(n_attrs) for h in rng.choice(n_houses, n_houses - 1, replace=False)]
+    clues = [clues[i] for i in rng.permutation(len(clues)).tolist()]
+    return ZebraPuzzle(n_houses, n_attrs, clues, grid)
+
+
 def _generate_one(args) -> ZebraPuzzle:
-    seq, n_houses, n_attrs = args
+    seq, n_houses, n_attrs, lookup = args
     rng = np.random.default_rng(seq)
     n = n_houses if n_houses is not None else int(rng.integers(MIN_SIZE, MAX_SIZE + 1))
     m = n_attrs if n_attrs is not None else int(rng.integers(MIN_SIZE, MAX_SIZE + 1))
-    return generate_puzzle(rng, n, m)
+    return (generate_lookup_puzzle if lookup else generate_puzzle)(rng, n, m)
 
 
 def _pool_context():
@@ -405,8 +424,10 @@ def generate_dataset(
     n_houses: int | None = None,
     n_attrs: int | None = None,
     processes: int = 1,
+    lookup: bool = False,
 ) -> list[ZebraPuzzle]:
-    """``n`` puzzles; sizes fixed or, when None, drawn uniformly from 3..6 per puzzle.
+    """``n`` puzzles; sizes fixed or, when None, drawn uniformly from 3..6 per puzzle;
+    ``lookup`` makes them :func:`generate_lookup_puzzle` ones.
 
     Item ``i`` uses the i-th child of ``np.random.SeedSequence(seed)``, so the result depends only
     on the arguments, not on ``processes``.
@@ -416,7 +437,7 @@ def generate_dataset(
     for v in (n_houses, n_attrs):
         if v is not None:
             _check_sizes(v, MIN_SIZE)
-    jobs = [(s, n_houses, n_attrs) for s in np.random.SeedSequence(seed).spawn(n)]
+    jobs = [(s, n_houses, n_attrs, lookup) for s in np.random.SeedSequence(seed).spawn(n)]
     if processes > 1 and n > 1:
         with _pool_context().Pool(processes) as pool:
             return pool.map(_generate_one, jobs, chunksize=max(1, n // (4 * processes)))
