@@ -26,6 +26,17 @@ def test_masking_touches_only_maskable_tokens_at_rate_t():
     assert torch.allclose(gaps, torch.full_like(gaps, 1 / 4000), atol=1e-5)
 
 
+def test_min_rate_keeps_the_masking_rate_high():
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(1, 10, (2000, 36), generator=g)
+    maskable = torch.rand(2000, 36, generator=g) < 0.7
+    _, masked, t = mask_tokens(tokens, maskable, g, min_rate=0.8)
+    assert t.min() >= 0.8 and t.max() <= 1.0 and abs(float(t.mean()) - 0.9) < 0.01
+    _, masked, t = mask_tokens(tokens, maskable, g, min_rate=1.0)
+    assert torch.equal(masked, maskable) and (t == 1).all()
+    with pytest.raises(ValueError, match="min_rate"):
+        mask_tokens(tokens, maskable, g, min_rate=1.5)
+
 def test_elbo_loss_is_unbiased_for_the_mean_token_cross_entropy():
     g = torch.Generator().manual_seed(1)
     b, length, v = 20000, 10, 5

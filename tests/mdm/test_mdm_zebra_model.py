@@ -142,6 +142,22 @@ def test_cli_positions_option(tmp_path, puzzles):
     assert out.exit_code != 0 and "learned or rotary" in out.output
 
 
+def test_cli_curriculum_stage_lookup_puzzles_all_masked(tmp_path):
+    data = tmp_path / "lookup.jsonl"
+    gen = CliRunner().invoke(app, ["generate", "--task", "zebra", "--lookup", "--n", "4",
+                                   "-o", str(data)])
+    assert gen.exit_code == 0, gen.output
+    assert all({c.kind for c in p.clues} == {"at"} for p in zebra.load_puzzles(data))
+    args = ["train", "--task", "zebra", "--data", str(data), "--steps", "1", "--batch-size",
+            "2", "--warmup", "1", "--d-model", "16", "--n-layers", "1", "--n-heads", "2"]
+    out = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a"), "--min-mask-rate", "1"])
+    assert out.exit_code == 0, out.output
+    extra = json.loads((tmp_path / "a" / "model" / "config.json").read_text())
+    assert extra["min_mask_rate"] == 1.0
+    sudoku = CliRunner().invoke(app, ["train", "--n-puzzles", "1", "--steps", "1",
+                                      "--out", str(tmp_path / "s"), "--min-mask-rate", "1"])
+    assert sudoku.exit_code == 2 and "Zebra only" in sudoku.output
+
 def test_zebra_experiment_is_registered_beside_the_paper_table():
     from icml25.core import load_experiments, select
 

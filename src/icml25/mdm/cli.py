@@ -123,6 +123,9 @@ def train(
     n_layers: int = 4,
     n_heads: int = 4,
     weighting: Annotated[str, typer.Option(help="elbo | none")] = "elbo",
+    min_mask_rate: Annotated[float, typer.Option(
+        min=0.0, max=1.0, help="Zebra: draw masking rates from (this, 1] (1 masks every answer "
+                               "cell): a curriculum stage, not the ELBO; see docs/mdm.md.")] = 0.0,
     cell_embeddings: Annotated[bool, typer.Option(
         help="Add embeddings of each cell's row/column/box (Sudoku) or attribute/value (Zebra): "
              "a deviation from the paper's plain positions.")]
@@ -192,9 +195,11 @@ def train(
         check_init(model_cfg)
         puzzles = ([p for f in data for p in zebra.load_puzzles(f)] if data
                    else zebra.generate_dataset(n_puzzles, seed=1000 + seed))
-        model, log = train_zebra(puzzles, cfg, model_cfg, weighting=weighting, on_log=show,
-                                 init=start)
+        model, log = train_zebra(puzzles, cfg, model_cfg, weighting=weighting,
+                                 min_mask_rate=min_mask_rate, on_log=show, init=start)
     else:
+        if min_mask_rate:
+            raise typer.BadParameter("Zebra only", param_hint="--min-mask-rate")
         if data:
             parts = [sudoku.load_dataset(p) for p in data]
             puzzles = np.concatenate([p for p, _ in parts])
@@ -213,7 +218,7 @@ def train(
             model, log = train_sudoku(puzzles, solutions, cfg, model_cfg, weighting=weighting,
                                       on_log=show, init=start)
     final = out / "model"
-    model.save(final, extra={"task": task, "weighting": weighting,
+    model.save(final, extra={"task": task, "weighting": weighting, "min_mask_rate": min_mask_rate,
                              "autoregressive": autoregressive})
     write_training_card(final, "icml25 mdm train " + " ".join(sys.argv[3:]), log,
                         {"base_puzzles": len(puzzles), "params": model.num_params()})

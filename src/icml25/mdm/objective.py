@@ -1,6 +1,7 @@
 """The masked-diffusion training objective (absorbing state, linear schedule alpha_t = 1 - t).
 
-Each example draws its own masking rate t ~ U(eps, 1]; every maskable token is replaced by the
+Each example draws its own masking rate t ~ U(eps, 1] (U(min_rate, 1] for a curriculum stage
+that keeps the rate high); every maskable token is replaced by the
 mask token with probability t; the model is scored by cross-entropy on the masked tokens only.
 With ``weighting="elbo"`` each example's masked cross-entropy is weighted by 1/t (the
 continuous-time ELBO of the linear schedule) and normalised by its number of maskable tokens,
@@ -25,13 +26,18 @@ def mask_tokens(
     eps: float = 1e-3,
     stratified: bool = True,
     min_one: bool = False,
+    min_rate: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Return ``(noisy tokens, masked positions, t)``.
 
     ``stratified`` spreads the batch's t evenly over (eps, 1] from one random offset (MDLM's
     low-discrepancy sampler: same expectation, lower variance). ``min_one`` masks one token in
     examples that drew none; it suits ``weighting="none"`` but biases the ELBO, so it is off.
+    ``min_rate`` > 0 draws t from (min_rate, 1] instead (1.0 masks every maskable token): not
+    the ELBO, a curriculum stage in which visible answers cannot stand in for reading the input.
     """
+    if not 0.0 <= min_rate <= 1.0:
+        raise ValueError(f"min_rate must be in [0, 1], got {min_rate}")
     if tokens.shape != maskable.shape:
         raise ValueError(
             f"tokens {tuple(tokens.shape)} and maskable {tuple(maskable.shape)} differ")
@@ -42,7 +48,8 @@ def mask_tokens(
         unit = unit[torch.randperm(b, generator=generator)]
     else:
         unit = torch.rand(b, generator=generator)
-    t = eps + (1 - eps) * unit
+    low = max(eps, min_rate)
+    t = low + (1 - low) * unit
     u = torch.rand(tokens.shape, generator=generator)
     masked = maskable & (u < t[:, None])
     empty = ~masked.any(1) & maskable.any(1)
@@ -76,10 +83,12 @@ def mdm_loss(
 
 def masked_diffusion_loss(model, tokens: torch.Tensor, maskable: torch.Tensor,
                           generator: torch.Generator | None = None, *, mask_id: int,
-                          weighting: str = "elbo") -> tuple[torch.Tensor, dict[str, float]]:
+                          weighting: str = "elbo",
+                          min_rate: float = 0.0) -> tuple[torch.Tensor, dict[str, float]]:
     """One training step's loss for clean ``tokens`` whose ``maskable`` positions are noised:
     mask, predict (never the mask token), score; also the accuracy on the masked positions."""
-    noisy, masked, t = mask_tokens(tokens, maskable, generator, mask_id=mask_id)
+    noisy, masked, t = mask_tokens(tokens, maskable, generator, mask_id=mask_id,
+                                   min_rate=min_rate)
     logits = model(noisy)
     logits = logits.masked_fill(torch.arange(logits.shape[-1]) == mask_id, float("-inf"))
     loss = mdm_loss(logits, tokens, masked, t, maskable, weighting=weighting)

@@ -74,10 +74,11 @@ def encode_batch(puzzles: Sequence[zebra.ZebraPuzzle],
     return torch.from_numpy(tokens), torch.from_numpy(maskable)
 
 
-def zebra_loss(model, batch, generator: torch.Generator | None = None, weighting="elbo"):
+def zebra_loss(model, batch, generator: torch.Generator | None = None, weighting="elbo",
+               min_mask_rate: float = 0.0):
     tokens, maskable = batch
     return masked_diffusion_loss(model, tokens, maskable, generator, mask_id=zebra.MASK,
-                                 weighting=weighting)
+                                 weighting=weighting, min_rate=min_mask_rate)
 
 
 def _size_classes(puzzles: Sequence[zebra.ZebraPuzzle]) -> list[np.ndarray]:
@@ -87,9 +88,11 @@ def _size_classes(puzzles: Sequence[zebra.ZebraPuzzle]) -> list[np.ndarray]:
 
 def train_zebra(puzzles: Sequence[zebra.ZebraPuzzle], cfg: TrainConfig,
                 model_cfg: TransformerConfig | None = None, *, weighting: str = "elbo",
-                on_log=None, init: Transformer | None = None) -> tuple[Transformer, list[dict]]:
+                min_mask_rate: float = 0.0, on_log=None,
+                init: Transformer | None = None) -> tuple[Transformer, list[dict]]:
     """Train (or resume, when ``cfg.out_dir`` holds a checkpoint) a Zebra MDM; ``init`` starts
-    from that model's weights instead of a fresh one (a warm restart with a new schedule)."""
+    from that model's weights instead of a fresh one (a warm restart with a new schedule);
+    ``min_mask_rate`` (see ``objective.mask_tokens``) keeps the masking rate high."""
     model_cfg = init.cfg if init is not None else model_cfg or default_model_config()
     max_prompt = model_cfg.seq_len - zebra.ANSWER_LEN
     puzzles = [p for p in puzzles if len(zebra.encode(p)[0]) <= max_prompt]
@@ -108,7 +111,7 @@ def train_zebra(puzzles: Sequence[zebra.ZebraPuzzle], cfg: TrainConfig,
 
     def loss_fn(net, batch):
         tokens, maskable, gen = batch
-        return zebra_loss(net, (tokens, maskable), gen, weighting)
+        return zebra_loss(net, (tokens, maskable), gen, weighting, min_mask_rate)
 
     state = train(model, loss_fn, batch_fn, cfg, on_log=on_log)
     return model, state.log
