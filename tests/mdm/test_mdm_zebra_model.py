@@ -167,6 +167,35 @@ def test_zebra_experiment_is_registered_beside_the_paper_table():
     assert exp.settings("quick")["train_steps"] == 0 and exp.settings("full")["train_steps"] > 0
 
 
+def test_full_reproduction_trains_the_three_stage_curriculum(tmp_path, monkeypatch):
+    import dataclasses
+
+    from icml25.core import load_experiments, run_experiment, select
+    from icml25.mdm import zebra_mdm
+
+    stages, real = [], zebra_mdm.train_zebra
+
+    def spy(puzzles, cfg, model_cfg=None, *, init=None, min_mask_rate=0.0, **kw):
+        stages.append((cfg.steps, min_mask_rate, init is not None,
+                       {p.n_houses for p in puzzles}, {c.kind for p in puzzles for c in p.clues}))
+        small = dataclasses.replace(model_cfg, d_model=16, n_layers=1, n_heads=2)
+        return real(puzzles, cfg, small, init=init, min_mask_rate=min_mask_rate, **kw)
+
+    monkeypatch.setattr(zebra_mdm, "train_zebra", spy)
+    load_experiments()
+    (exp,) = select(["mdm-zebra"])
+    tiny = {"lookup_h3_steps": 1, "lookup_steps": 2, "train_steps": 3, "n_train": 4,
+            "n_lookup": 8, "n_test": 2}
+    result = run_experiment(dataclasses.replace(exp, full=tiny), mode="full", out_root=tmp_path)
+    assert result.status == "ok", result.error
+    (s1, r1, i1, h1, k1), (s2, r2, i2, _, k2), (s3, r3, i3, _, k3) = stages
+    assert (s1, r1, i1, h1, k1) == (1, 1.0, False, {3}, {"at"})
+    assert (s2, r2, i2, k2) == (2, 1.0, True, {"at"})
+    assert (s3, r3, i3) == (3, 0.0, True) and len(k3) > 2  # real clues beside the lookups
+    assert {c.quantity for c in result.comparisons} == {"vanilla (%)", "top prob (%)",
+                                                        "top margin (%)"}
+
+
 def test_cell_embeddings_name_each_answer_cells_attribute_and_value(puzzles):
     from icml25.mdm.zebra_mdm import cell_groups
 

@@ -169,6 +169,7 @@ def _steps_sweep(ctx: RunContext, model, sudoku, n: int) -> dict:
 
 
 ZEBRA_TRAIN_SEED, ZEBRA_TEST_SEED = 10, 11
+LOOKUP_SEED, LOOKUP_H3_SEED = 30, 32  # the curriculum's lookup puzzles (docs/mdm.md, "Zebra")
 
 
 @experiment(
@@ -177,26 +178,25 @@ ZEBRA_TRAIN_SEED, ZEBRA_TEST_SEED = 10, 11
     reproduces="Table 3 (Zebra puzzles): % of puzzles fully solved per planner",
     published={"vanilla (%)": 76.9, "top prob (%)": 98.5, "top margin (%)": 98.3},
     quick={"train_steps": 0, "n_test": 200},
-    full={"train_steps": 6000, "n_train": 8000, "n_test": 1000},
+    full={"lookup_h3_steps": 1500, "lookup_steps": 1000, "train_steps": 7000, "n_train": 8000,
+          "n_lookup": 8000, "n_test": 1000},
 )
 def zebra_planners(ctx: RunContext) -> Outcome:
     from icml25.mdm import zebra
     from icml25.mdm.sudoku_mdm import load_model
-    from icml25.mdm.zebra_mdm import default_model_config, evaluate_zebra, train_zebra
-    from icml25.nn import TrainConfig
+    from icml25.mdm.zebra_mdm import evaluate_zebra
 
     s = ctx.settings
     notes = []
     if s["train_steps"]:
-        puzzles = zebra.generate_dataset(s["n_train"], seed=ZEBRA_TRAIN_SEED, processes=2)
-        with tempfile.TemporaryDirectory() as run:
-            cfg = TrainConfig(steps=s["train_steps"], batch_size=64, warmup_steps=200,
-                              seed=ctx.seed, out_dir=run)
-            model, _ = train_zebra(puzzles, cfg, default_model_config(cell_embeddings=True))
-        model.eval()
-        notes.append(f"Trained from scratch: {s['train_steps']} steps x 64 on {s['n_train']} "
-                     "augmented puzzles (item-major answers, rotary positions, attribute/value "
-                     "embeddings, query/key init 0.088).")
+        model = _train_zebra_curriculum(s, ctx.seed)
+        notes.append(
+            f"Trained from scratch, the shipped model's curriculum: {s['lookup_h3_steps']} steps "
+            f"on 3-house lookup puzzles and {s['lookup_steps']} on lookup puzzles of every size "
+            f"(every answer cell masked), then {s['train_steps']} steps (MDM objective) on "
+            f"{s['n_train']} real puzzles and {s['n_lookup'] // 4} lookup ones; batch 64, "
+            "item-major answers, rotary positions, attribute/value embeddings, query/key init "
+            "0.088.")
     else:
         try:
             model = load_model(task="zebra")
@@ -219,3 +219,29 @@ def zebra_planners(ctx: RunContext) -> Outcome:
     notes.append("Top margin by size (houses x attributes): " + ", ".join(
         f"{size} {100 * rate:.0f}%" for size, rate in report["top_margin"]["by_size"].items()))
     return Outcome(comparisons=rows, data=report, notes=notes)
+
+
+def _train_zebra_curriculum(s: dict, seed: int):
+    """The shipped Zebra model's three stages, each a warm restart of the one before: lookup
+    puzzles with 3 houses, then of every size (both with every answer cell masked), then real
+    puzzles with a quarter as many lookup ones mixed in (the MDM objective)."""
+    from icml25.mdm import zebra
+    from icml25.mdm.zebra_mdm import default_model_config, train_zebra
+    from icml25.nn import TrainConfig
+
+    lookup = zebra.generate_dataset(s["n_lookup"], seed=LOOKUP_SEED, lookup=True)
+    stages = [
+        (zebra.generate_dataset(s["n_lookup"] // 2, seed=LOOKUP_H3_SEED, n_houses=3,
+                                lookup=True), s["lookup_h3_steps"], 100, 1.0),
+        (lookup, s["lookup_steps"], 100, 1.0),
+        (zebra.generate_dataset(s["n_train"], seed=ZEBRA_TRAIN_SEED, processes=2)
+         + lookup[:s["n_lookup"] // 4], s["train_steps"], 200, 0.0),
+    ]
+    model = None
+    for puzzles, steps, warmup, min_mask_rate in stages:
+        with tempfile.TemporaryDirectory() as run:
+            cfg = TrainConfig(steps=steps, batch_size=64, warmup_steps=warmup, seed=seed,
+                              out_dir=run)
+            model, _ = train_zebra(puzzles, cfg, default_model_config(cell_embeddings=True),
+                                   min_mask_rate=min_mask_rate, init=model)
+    return model.eval()
