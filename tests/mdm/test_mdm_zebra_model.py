@@ -101,6 +101,9 @@ def test_solve_returns_a_grid_per_puzzle_in_input_order(tiny_model, puzzles):
         assert set(r["by_size"]) == set(sizes)
         overall = sum(r["by_size"][s] for s in sizes) / len(sizes)
         assert overall == pytest.approx(r["solved"])
+        assert set(r["cell_acc_by_size"]) == set(sizes)
+        assert min(r["cell_acc_by_size"].values()) <= r["cell_acc"] <= max(
+            r["cell_acc_by_size"].values())
 
 
 def test_cli_trains_and_evaluates_a_zebra_model(tmp_path, puzzles):

@@ -216,8 +216,11 @@ def zebra_planners(ctx: RunContext) -> Outcome:
                              f"{100 * report[p]['ci_high']:.1f}; cell accuracy "
                              f"{100 * report[p]['cell_acc']:.1f}%")
             for p, label in PLANNER_LABELS.items()]
-    notes.append("Top margin by size (houses x attributes): " + ", ".join(
-        f"{size} {100 * rate:.0f}%" for size, rate in report["top_margin"]["by_size"].items()))
+    margin = report["top_margin"]
+    notes.append("Top margin by size (houses x attributes): solved (items placed right) "
+                 + ", ".join(f"{size} {100 * rate:.0f}% "
+                             f"({100 * margin['cell_acc_by_size'][size]:.0f}%)"
+                             for size, rate in margin["by_size"].items()))
     return Outcome(comparisons=rows, data=report, notes=notes)
 
 

@@ -154,8 +154,8 @@ def evaluate_zebra(model: Transformer, puzzles: Sequence[zebra.ZebraPuzzle],
                    noise: float = 0.0) -> dict[str, dict[str, float]]:
     """Fully-solved rate (a grid satisfying every clue, by :func:`zebra.check`), cell accuracy
     (the share of items placed in their house of the unique solution) and a 95% CI, per
-    planner; ``by_size`` splits the solved rate by puzzle size (``"4x3"``: 4 houses,
-    3 attributes)."""
+    planner; ``by_size`` and ``cell_acc_by_size`` split the solved rate and the cell accuracy by
+    puzzle size (``"4x3"``: 4 houses, 3 attributes)."""
     report = {}
     truth = np.stack([zebra.encode(p)[1] for p in puzzles]) if puzzles else None
     sizes = [f"{p.n_houses}x{p.n_attrs}" for p in puzzles]
@@ -166,8 +166,13 @@ def evaluate_zebra(model: Transformer, puzzles: Sequence[zebra.ZebraPuzzle],
               for a, p in zip(answers, puzzles, strict=True)]
         cell_acc = float((answers == truth)[truth != zebra.PAD].mean()) if puzzles else 0.0
         lo, hi = clopper_pearson(sum(ok), len(puzzles))
-        by_size = {size: float(np.mean([o for o, s in zip(ok, sizes, strict=True) if s == size]))
-                   for size in sorted(set(sizes))}
+        by_size, cell_acc_by_size = {}, {}
+        for size in sorted(set(sizes)):
+            rows = np.array([s == size for s in sizes])
+            by_size[size] = float(np.mean(np.array(ok)[rows]))
+            right = (answers[rows] == truth[rows])[truth[rows] != zebra.PAD]
+            cell_acc_by_size[size] = float(right.mean())
         report[planner] = {"solved": sum(ok) / max(len(puzzles), 1), "ci_low": lo, "ci_high": hi,
-                           "n": len(puzzles), "cell_acc": cell_acc, "by_size": by_size}
+                           "n": len(puzzles), "cell_acc": cell_acc, "by_size": by_size,
+                           "cell_acc_by_size": cell_acc_by_size}
     return report
