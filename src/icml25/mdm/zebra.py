@@ -353,6 +353,14 @@ def _random_clue(rng: np.random.Generator, grid: np.ndarray, where: np.ndarray) 
     return Clue(kind, (a, v), (b, int(grid[hy, b])))
 
 
+def _random_grid(rng: np.random.Generator | int | None, n_houses: int,
+                 n_attrs: int) -> tuple[np.random.Generator, np.ndarray]:
+    """The generator and a random solution grid (house, attribute) -> value."""
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    _check_sizes(n_houses, n_attrs)
+    return rng, np.stack([rng.permutation(n_houses) for _ in range(n_attrs)], axis=1)
+
+
 def generate_puzzle(
     rng: np.random.Generator | int | None, n_houses: int, n_attrs: int
 ) -> ZebraPuzzle:
@@ -362,9 +370,7 @@ def generate_puzzle(
     random order) if the rest still pin the solution, so no clue is redundant; the kept clues
     are returned in random order.
     """
-    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    _check_sizes(n_houses, n_attrs)
-    grid = np.stack([rng.permutation(n_houses) for _ in range(n_attrs)], axis=1)
+    rng, grid = _random_grid(rng, n_houses, n_attrs)
     where = _where(grid)
     clues: list[Clue] = []
     seen: set[Clue] = set()
@@ -396,9 +402,7 @@ def generate_lookup_puzzle(
     Not a puzzle anyone would pose: a curriculum's first stage, where every answer cell is one
     attention hop from the clue that names it (docs/mdm.md, "Zebra").
     """
-    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    _check_sizes(n_houses, n_attrs)
-    grid = np.stack([rng.permutation(n_houses) for _ in range(n_attrs)], axis=1)
+    rng, grid = _random_grid(rng, n_houses, n_attrs)
     clues = [Clue("at", (a, int(grid[h, a])), house=int(h))
              for a in range(n_attrs) for h in rng.choice(n_houses, n_houses - 1, replace=False)]
     clues = [clues[i] for i in rng.permutation(len(clues)).tolist()]
