@@ -42,15 +42,19 @@ def mask_tokens(
         raise ValueError(
             f"tokens {tuple(tokens.shape)} and maskable {tuple(maskable.shape)} differ")
     b, _ = tokens.shape
+    # Draw where the generator lives (a CPU generator gives the same noise on every device),
+    # then move the draws next to the tokens once.
+    dev = generator.device if generator is not None else tokens.device
     if stratified:
-        u0 = torch.rand(1, generator=generator)
-        unit = (u0 + torch.arange(b) / b) % 1.0
-        unit = unit[torch.randperm(b, generator=generator)]
+        u0 = torch.rand(1, generator=generator, device=dev)
+        unit = (u0 + torch.arange(b, device=dev) / b) % 1.0
+        unit = unit[torch.randperm(b, generator=generator, device=dev)]
     else:
-        unit = torch.rand(b, generator=generator)
+        unit = torch.rand(b, generator=generator, device=dev)
     low = max(eps, min_rate)
-    t = low + (1 - low) * unit
-    u = torch.rand(tokens.shape, generator=generator)
+    t = (low + (1 - low) * unit).to(tokens.device, non_blocking=True)
+    u = torch.rand(tokens.shape, generator=generator, device=dev).to(tokens.device,
+                                                                      non_blocking=True)
     masked = maskable & (u < t[:, None])
     empty = ~masked.any(1) & maskable.any(1)
     if min_one and empty.any():
@@ -90,9 +94,10 @@ def masked_diffusion_loss(model, tokens: torch.Tensor, maskable: torch.Tensor,
     noisy, masked, t = mask_tokens(tokens, maskable, generator, mask_id=mask_id,
                                    min_rate=min_rate)
     logits = model(noisy)
-    logits = logits.masked_fill(torch.arange(logits.shape[-1]) == mask_id, float("-inf"))
+    never = torch.arange(logits.shape[-1], device=logits.device) == mask_id
+    logits = logits.masked_fill(never, float("-inf"))
     loss = mdm_loss(logits, tokens, masked, t, maskable, weighting=weighting)
     with torch.no_grad():
         hits = (logits.argmax(-1) == tokens) & masked
         acc = hits.sum() / masked.sum().clamp(min=1)
-    return loss, {"masked_cell_acc": float(acc)}
+    return loss, {"masked_cell_acc": acc}  # a tensor: the trainer reads it when it logs

@@ -45,7 +45,7 @@ def ar_loss(model, batch):
     with torch.no_grad():
         scored = targets != IGNORE
         acc = ((logits.argmax(-1) == targets) & scored).sum() / scored.sum().clamp(min=1)
-    return loss, {"masked_cell_acc": float(acc)}
+    return loss, {"masked_cell_acc": acc}  # a tensor: the trainer reads it when it logs
 
 
 def train_sudoku_ar(puzzles: np.ndarray, solutions: np.ndarray, cfg: TrainConfig,

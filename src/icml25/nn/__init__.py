@@ -5,9 +5,12 @@ from icml25.core.errors import require_extra
 
 require_extra("torch", "torch")
 
+from icml25.nn.device import inference_batch_size, resolve_device  # noqa: E402
 from icml25.nn.flops import matmul_peak_flops, training_flops  # noqa: E402
 from icml25.nn.model import Transformer, TransformerConfig  # noqa: E402
+from icml25.nn.precision import PRECISIONS  # noqa: E402
 from icml25.nn.trainer import TrainConfig, TrainState, cosine_lr, train  # noqa: E402
 
-__all__ = ["TrainConfig", "TrainState", "Transformer", "TransformerConfig", "cosine_lr",
-           "matmul_peak_flops", "train", "training_flops"]
+__all__ = ["PRECISIONS", "TrainConfig", "TrainState", "Transformer", "TransformerConfig",
+           "cosine_lr", "inference_batch_size", "matmul_peak_flops", "resolve_device", "train",
+           "training_flops"]

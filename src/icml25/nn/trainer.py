@@ -1,14 +1,21 @@
 """A training loop you can read top to bottom: AdamW, warm-up + cosine, gradient
 clipping, optional EMA, checkpoints that resume exactly, and DDP under ``torchrun``
-(gloo on CPU, NCCL on GPU).
+(gloo on CPU, NCCL on GPU), on any device (``device.py``) and at any precision
+(``precision.py``), optionally compiled and accumulating gradients over micro-batches.
 
 Exact resume: the batch and the dropout noise of step ``s`` depend only on ``(seed, s, rank)``, and
-a checkpoint holds the weights, the optimizer state and the EMA, so a run killed at any point and
-resumed from its last checkpoint ends with the same weights as an uninterrupted one.
+a checkpoint holds the weights, the optimizer state, the EMA and the fp16 gradient scaler, so a
+run killed at any point and resumed from its last checkpoint on the same device and precision ends
+with the same weights as an uninterrupted one.
+
+Accumulation: micro-batch ``m`` of rank ``r`` is drawn as rank ``r + world * m`` would draw it, so
+a run of ``W`` processes accumulating ``k`` micro-batches sees exactly the batches of ``W * k``
+processes that do not accumulate. ``batch_size`` is per process and micro-batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -23,6 +30,16 @@ import torch
 from torch import nn
 
 from icml25.core.progress import track
+from icml25.nn.device import (
+    check_device,
+    configure_backends,
+    process_group_backend,
+    resolve_device,
+    to_cpu,
+    to_device,
+    use_fused_adamw,
+)
+from icml25.nn.precision import autocast, check_precision, grad_scaler
 
 CHECKPOINT = "checkpoint"
 
@@ -30,7 +47,7 @@ CHECKPOINT = "checkpoint"
 @dataclasses.dataclass
 class TrainConfig:
     steps: int
-    batch_size: int = 128  # per process
+    batch_size: int = 128  # per process and micro-batch
     lr: float = 1e-3
     min_lr_ratio: float = 0.1  # cosine decays to lr * min_lr_ratio
     warmup_steps: int = 100
@@ -42,6 +59,11 @@ class TrainConfig:
     log_every: int = 50
     seed: int = 0
     out_dir: str | None = None  # where checkpoint/ and the final model go; None = keep in memory
+    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
+    precision: str = "fp32"  # fp32 | bf16 | fp16 (autocast; weights stay fp32)
+    compile: bool = False  # torch.compile the model
+    grad_accum_steps: int = 1  # micro-batches per optimizer step
+    max_seconds: float | None = None  # stop, with a checkpoint, at the first log step past this
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch_size < 1:
@@ -50,6 +72,12 @@ class TrainConfig:
             raise ValueError("min_lr_ratio must be in [0, 1]")
         if self.ema_decay is not None and not 0 < self.ema_decay < 1:
             raise ValueError("ema_decay must be in (0, 1)")
+        if self.grad_accum_steps < 1:
+            raise ValueError("grad_accum_steps must be >= 1")
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise ValueError("max_seconds must be positive (or None)")
+        check_device(self.device)
+        check_precision(self.precision)
 
 
 @dataclasses.dataclass
@@ -57,6 +85,8 @@ class TrainState:
     step: int = 0
     log: list[dict[str, float]] = dataclasses.field(default_factory=list)
     ema: dict[str, torch.Tensor] | None = None
+    scaler: dict[str, Any] | None = None  # the fp16 gradient scaler's state
+    stopped_early: bool = False  # max_seconds ran out before cfg.steps
 
 
 def cosine_lr(step: int, cfg: TrainConfig) -> float:
@@ -74,7 +104,7 @@ def step_seed(seed: int, step: int, rank: int = 0) -> int:
     return (seed * 1_000_003 + step) * 1_009 + rank
 
 
-def _distributed() -> tuple[int, int]:
+def _distributed(device: torch.device) -> tuple[int, int]:
     """(rank, world size); initialises the process group under torchrun."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
@@ -82,31 +112,34 @@ def _distributed() -> tuple[int, int]:
     import torch.distributed as dist
 
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group(process_group_backend(device))
     return dist.get_rank(), world
 
 
-def _optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+def _optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
     # Decay matrices only (not biases, norms or embeddings' 1-D parts), as in GPT-2 training.
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     rest = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay},
               {"params": rest, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
+    fused = {"fused": True} if use_fused_adamw(device) else {}
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, **fused)
 
 
-def _save_checkpoint(directory: Path, model: nn.Module, opt, state: TrainState, cfg) -> None:
-    """Write to a temporary folder, then swap it in: a kill mid-save leaves a usable checkpoint
-    (``_recover`` puts ``checkpoint.old`` back if the kill fell between the two renames)."""
+def _save_checkpoint(directory: Path, model: nn.Module, opt, scaler, state: TrainState,
+                     cfg) -> None:
+    """Write CPU copies to a temporary folder, then swap it in: a kill mid-save leaves a usable
+    checkpoint (``_recover`` puts ``checkpoint.old`` back if the kill fell between the two
+    renames)."""
     tmp = directory.with_name(directory.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     if hasattr(model, "save"):
         model.save(tmp, extra={"train": dataclasses.asdict(cfg), "step": state.step})
     else:
-        torch.save(model.state_dict(), tmp / "model.pt")
-    torch.save({"optimizer": opt.state_dict(), "step": state.step, "log": state.log,
-                "ema": state.ema}, tmp / "trainer_state.pt")
+        torch.save(to_cpu(model.state_dict()), tmp / "model.pt")
+    torch.save({"optimizer": to_cpu(opt.state_dict()), "step": state.step, "log": state.log,
+                "ema": to_cpu(state.ema), "scaler": state.scaler}, tmp / "trainer_state.pt")
     old = directory.with_name(directory.name + ".old")
     if directory.exists():
         directory.rename(old)
@@ -120,17 +153,40 @@ def _recover(directory: Path) -> None:
         old.rename(directory)
 
 
-def _load_checkpoint(directory: Path, model: nn.Module, opt) -> TrainState:
+def _load_checkpoint(directory: Path, model: nn.Module, opt, scaler,
+                     device: torch.device) -> TrainState:
     if (directory / "model.safetensors").exists():
         from safetensors.torch import load_file
 
         state_dict = load_file(str(directory / "model.safetensors"))
         model.load_state_dict(state_dict, strict=False)
     else:
-        model.load_state_dict(torch.load(directory / "model.pt"))
-    saved = torch.load(directory / "trainer_state.pt", weights_only=False)
-    opt.load_state_dict(saved["optimizer"])
-    return TrainState(step=saved["step"], log=saved["log"], ema=saved["ema"])
+        model.load_state_dict(torch.load(directory / "model.pt", map_location="cpu"))
+    saved = torch.load(directory / "trainer_state.pt", map_location="cpu", weights_only=False)
+    # This run's fused/foreach choice, not the writer's: a CUDA checkpoint resumes on a CPU.
+    flags = [{k: g[k] for k in ("fused", "foreach", "capturable") if k in g}
+             for g in opt.param_groups]
+    groups = [{**g, **f} for g, f in zip(saved["optimizer"]["param_groups"], flags, strict=True)]
+    opt.load_state_dict({**saved["optimizer"], "param_groups": groups})
+    if saved.get("scaler"):
+        scaler.load_state_dict(saved["scaler"])
+    ema = saved["ema"] and {k: v.to(device) for k, v in saved["ema"].items()}
+    return TrainState(step=saved["step"], log=saved["log"], ema=ema, scaler=saved.get("scaler"))
+
+
+def _check_finite(loss: torch.Tensor, step: int) -> None:
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"loss is {loss.item()} at step {step}; lower the lr")
+
+
+def _out_of_time(start: float, cfg: TrainConfig, world: int, device: torch.device) -> bool:
+    """Whether ``max_seconds`` has run out; under DDP rank 0's clock decides for every rank."""
+    over = cfg.max_seconds is not None and time.perf_counter() - start > cfg.max_seconds
+    if world > 1 and cfg.max_seconds is not None:
+        flag = torch.tensor(float(over), device=device)
+        torch.distributed.broadcast(flag, 0)
+        over = bool(flag.item())
+    return over
 
 
 def train(
@@ -145,68 +201,102 @@ def train(
 ) -> TrainState:
     """Train ``model`` for ``cfg.steps`` steps and return the final state.
 
-    ``batch_fn(step, generator, rank)`` makes one batch from the given generator (so data are
-    reproducible); ``loss_fn(model, batch)`` returns the loss, or ``(loss, metrics)``.
-    With ``cfg.out_dir`` set, checkpoints go to ``out_dir/checkpoint`` every
-    ``checkpoint_every`` steps and at the end, and training resumes from there when ``resume``.
+    ``batch_fn(step, generator, rank)`` makes one (micro-)batch from the given CPU generator (so
+    data are reproducible, and the same on every device); the trainer moves it to the device once.
+    ``loss_fn(model, batch)`` returns the loss, or ``(loss, metrics)``. The model is moved to
+    ``cfg.device`` and stays there. With ``cfg.out_dir`` set, checkpoints go to
+    ``out_dir/checkpoint`` every ``checkpoint_every`` steps and at the end, and training resumes
+    from there when ``resume``. Under DDP only rank 0 logs and writes; every rank resumes.
     """
-    rank, world = _distributed()
-    net: nn.Module = model
+    device = resolve_device(cfg.device)
+    configure_backends(device)
+    rank, world = _distributed(device)
+    model.to(device)
+    net: nn.Module = torch.compile(model) if cfg.compile else model
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel
 
-        net = DistributedDataParallel(model)
-    opt = _optimizer(model, cfg)
+        net = DistributedDataParallel(net, device_ids=[device] if device.type == "cuda" else None)
+    opt = _optimizer(model, cfg, device)
+    scaler = grad_scaler(device, cfg.precision)
     ckpt = Path(cfg.out_dir) / CHECKPOINT if cfg.out_dir else None
     state = TrainState()
     if ckpt is not None and rank == 0:
         _recover(ckpt)
+    if ckpt is not None and world > 1:
+        torch.distributed.barrier()  # the others look for the checkpoint rank 0 may have restored
     if resume and ckpt is not None and (ckpt / "trainer_state.pt").exists():
-        state = _load_checkpoint(ckpt, model, opt)
+        state = _load_checkpoint(ckpt, model, opt, scaler, device)
     if cfg.ema_decay is not None and state.ema is None:
         state.ema = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
     model.train()
-    examples = examples_per_batch or cfg.batch_size
-    window_start, window_steps = time.perf_counter(), 0
+    k = cfg.grad_accum_steps
+    examples = (examples_per_batch or cfg.batch_size) * k * world
+    start = window_start = time.perf_counter()
+    window_steps = 0
     steps = range(state.step, cfg.steps)
     for step in track(steps, "training", enabled=None if rank == 0 else False):
-        seed = step_seed(cfg.seed, step, rank)
-        batch = batch_fn(step, torch.Generator().manual_seed(seed), rank)
-        torch.manual_seed(seed + 1)  # dropout noise of this step
         for group in opt.param_groups:
             group["lr"] = cosine_lr(step, cfg)
-        out = loss_fn(net, batch)
-        loss, metrics = out if isinstance(out, tuple) else (out, {})
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss is {loss.item()} at step {step}; lower the lr")
         opt.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = (nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                     if cfg.grad_clip else torch.tensor(float("nan")))
-        opt.step()
+        loss_sum, metric_sums = torch.zeros((), device=device), {}
+        for micro in range(k):
+            virtual_rank = rank + world * micro
+            seed = step_seed(cfg.seed, step, virtual_rank)
+            batch = batch_fn(step, torch.Generator().manual_seed(seed), virtual_rank)
+            batch = to_device(batch, device)
+            torch.manual_seed(seed + 1)  # dropout noise of this micro-batch
+            last = micro == k - 1
+            with contextlib.nullcontext() if last or world == 1 else net.no_sync():
+                with autocast(device, cfg.precision):
+                    out = loss_fn(net, batch)
+                loss, metrics = out if isinstance(out, tuple) else (out, {})
+                if device.type == "cpu":
+                    _check_finite(loss, step)  # free here; on a GPU it would sync every step
+                scaler.scale(loss / k).backward()  # DDP averages the gradients on the last one
+            loss_sum += loss.detach().float()
+            for name, value in metrics.items():
+                metric_sums[name] = metric_sums.get(name, 0.0) + value
+        grad_norm = torch.tensor(float("nan"))
+        if cfg.grad_clip:
+            scaler.unscale_(opt)
+            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        scaler.step(opt)
+        scaler.update()
         if state.ema is not None:
             with torch.no_grad():
-                for k, v in model.state_dict().items():
+                for name, v in model.state_dict().items():
                     if v.dtype.is_floating_point:
-                        state.ema[k].lerp_(v, 1 - cfg.ema_decay)
+                        state.ema[name].lerp_(v, 1 - cfg.ema_decay)
         state.step = step + 1
         window_steps += 1
-        if state.step % cfg.log_every == 0 or state.step == cfg.steps:
+        logging = state.step % cfg.log_every == 0 or state.step == cfg.steps
+        saving = ckpt is not None and (state.step % cfg.checkpoint_every == 0
+                                       or state.step == cfg.steps)
+        if logging or saving:
+            _check_finite(loss_sum, step)
+        if logging:
             elapsed = time.perf_counter() - window_start
-            row = {"step": state.step, "loss": loss.item(), "lr": cosine_lr(step, cfg),
+            row = {"step": state.step, "loss": loss_sum.item() / k, "lr": cosine_lr(step, cfg),
                    "grad_norm": float(grad_norm),
-                   "examples_per_s": window_steps * examples * world / max(elapsed, 1e-9),
-                   **{k: float(v) for k, v in metrics.items()}}
+                   "examples_per_s": window_steps * examples / max(elapsed, 1e-9),
+                   **{name: float(v) / k for name, v in metric_sums.items()}}
             state.log.append(row)
             if on_log and rank == 0:
                 on_log(row)
             window_start, window_steps = time.perf_counter(), 0
-        if ckpt is not None and rank == 0 and (
-                state.step % cfg.checkpoint_every == 0 or state.step == cfg.steps):
-            _save_checkpoint(ckpt, model, opt, state, cfg)
-        if world > 1 and ckpt is not None and state.step % cfg.checkpoint_every == 0:
+            state.stopped_early = state.step < cfg.steps and _out_of_time(start, cfg, world,
+                                                                          device)
+        if scaler.is_enabled() and (saving or state.stopped_early or state.step == cfg.steps):
+            state.scaler = scaler.state_dict()  # reads the scale: a GPU sync, so not every step
+        if ckpt is not None and rank == 0 and (saving or state.stopped_early):
+            _save_checkpoint(ckpt, model, opt, scaler, state, cfg)
+        if world > 1 and ckpt is not None and (state.step % cfg.checkpoint_every == 0
+                                               or state.stopped_early):
             torch.distributed.barrier()
+        if state.stopped_early:
+            break
     if cfg.out_dir and rank == 0:
         (Path(cfg.out_dir) / "train_log.jsonl").write_text(
             "".join(json.dumps(r) + "\n" for r in state.log))
