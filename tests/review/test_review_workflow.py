@@ -8,16 +8,14 @@ import itertools
 import numpy as np
 import pytest
 
-from icml25.review.assignment import AssignmentError, auto_assign
+from icml25.review.authority import Action, Facts, allowed
+from icml25.review.matching import AssignmentError, assign_dense
 from icml25.review.workflow import (
     PHASE_ORDER,
-    Action,
-    Facts,
     Phase,
     PhaseFacts,
     Role,
     TransitionError,
-    allowed,
     check_transition,
     feedback_aggregate_visible,
     next_phase,
@@ -116,9 +114,16 @@ PERSONAS = {
                                      is_assigned_reviewer=True),
     "reviewer_other": dict(venue_roles=frozenset({Role.REVIEWER})),
     "reviewer_conflicted": dict(venue_roles=frozenset({Role.REVIEWER}), conflicted=True),
-    "author": dict(is_author=True, conflicted=True),
+    "author": dict(is_author=True, conflicted=True, authored_in_venue=True),
     "outsider": dict(),
+    "site_admin": dict(is_admin=True),
 }
+for _kw in PERSONAS.values():
+    _kw["verified"] = True
+# accounts that may do almost nothing: not logged in, or not yet proven to own their address
+PERSONAS["unverified_author"] = dict(is_author=True, conflicted=True, verified=False)
+PERSONAS["anonymous"] = dict(logged_in=False)
+ACCOUNT_ACTIONS = {Action.VIEW_PUBLIC, Action.USE_ACCOUNT, Action.VIEW_PROFILE}
 
 STAFF = {"chair", "ac_assigned", "reviewer_assigned", "reviewer_assigned_nodone", "author"}
 
@@ -126,6 +131,10 @@ STAFF = {"chair", "ac_assigned", "reviewer_assigned", "reviewer_assigned_nodone"
 def expected(persona: str, action: Action, phase: Phase) -> bool:
     """The rules as the issue states them (written independently of workflow.py)."""
     i = CHAIN.index(phase)
+    if persona == "anonymous":
+        return action is Action.VIEW_PUBLIC
+    if persona == "unverified_author" or action in ACCOUNT_ACTIONS:
+        return action in ACCOUNT_ACTIONS
     if action is Action.SUBMIT:
         return phase is P.SUBMISSION
     if action in (Action.EDIT_SUBMISSION,):
@@ -171,6 +180,27 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
             CHAIN.index(P.FEEDBACK) <= i <= CHAIN.index(P.DECISION)
     if action is Action.CLOSE_VENUE:
         return persona in ("chair", "chair_conflicted") and phase is P.NOTIFICATION
+    # what of a (submitted, not their own) review and of a submission each persona sees
+    if action is Action.VIEW_REVIEW:
+        return persona in ("chair", "ac_assigned", "reviewer_assigned")
+    if action is Action.VIEW_REVIEW_STAGE1:
+        return persona == "author" and i >= CHAIN.index(P.FEEDBACK)
+    if action is Action.VIEW_REVIEW_STAGE2:
+        return False  # these facts say stage 2 is not released (tested on its own below)
+    if action in (Action.VIEW_REVIEWER_IDENTITY, Action.VIEW_ASSIGNMENTS):
+        return persona in ("chair", "ac_assigned")
+    if action is Action.VIEW_CHAIR_NOTES:
+        return persona == "chair"
+    if action is Action.VIEW_META_REVIEW:
+        return persona in ("chair", "ac_assigned") or phase is P.NOTIFICATION
+    if action is Action.VIEW_DECISION:
+        return persona == "chair" or phase is P.NOTIFICATION
+    if action is Action.VIEW_VENUE_DETAILS:
+        return persona != "outsider"
+    if action is Action.VIEW_FEEDBACK_AGGREGATE:
+        return False  # no ratings in these facts (tested on its own below)
+    if action is Action.CREATE_VENUE:
+        return persona == "site_admin"
     raise AssertionError(action)
 
 
@@ -186,13 +216,31 @@ def test_authorisation_matrix_every_persona_action_phase():
     assert checked == len(PERSONAS) * len(Action) * len(CHAIN)
 
 
+def test_stage2_and_aggregate_follow_their_facts():
+    author = dict(phase=P.FEEDBACK, is_author=True, review_submitted=True, verified=True)
+    assert not allowed(Action.VIEW_REVIEW_STAGE2, Facts(**author))
+    assert allowed(Action.VIEW_REVIEW_STAGE2, Facts(**author, stage2_released=True))
+    assert not allowed(Action.VIEW_REVIEW_STAGE2, Facts(**author | {"phase": P.REVIEWING},
+                                                        stage2_released=True))
+    rev = dict(venue_roles=frozenset({Role.REVIEWER}), verified=True)
+    assert allowed(Action.VIEW_FEEDBACK_AGGREGATE, Facts(P.NOTIFICATION, n_author_ratings=3,
+                                                         **rev))
+    assert not allowed(Action.VIEW_FEEDBACK_AGGREGATE, Facts(P.NOTIFICATION, n_author_ratings=2,
+                                                             **rev))
+    assert not allowed(Action.VIEW_FEEDBACK_AGGREGATE, Facts(P.DECISION, n_author_ratings=9,
+                                                             **rev))
+
+
 def test_feedback_refused_once_stage2_released_and_for_unsubmitted_reviews():
-    f = Facts(phase=P.FEEDBACK, is_author=True, review_submitted=True)
+    f = Facts(phase=P.FEEDBACK, is_author=True, review_submitted=True, verified=True)
     assert allowed(Action.GIVE_FEEDBACK, f)
     assert not allowed(Action.GIVE_FEEDBACK, Facts(phase=P.FEEDBACK, is_author=True,
-                                                   review_submitted=True, stage2_released=True))
-    assert not allowed(Action.GIVE_FEEDBACK, Facts(phase=P.FEEDBACK, is_author=True))
+                                                   review_submitted=True, stage2_released=True,
+                                                   verified=True))
+    assert not allowed(Action.GIVE_FEEDBACK, Facts(phase=P.FEEDBACK, is_author=True,
+                                                   verified=True))
     assert not allowed(Action.WRITE_REVIEW, Facts(phase=P.REVIEWING, is_assigned_reviewer=True,
+                                                  verified=True,
                                                   submission_active=False))
 
 
@@ -218,7 +266,7 @@ def test_auto_assign_is_optimal_and_respects_constraints(seed):
     n_p, n_r, k, load = 4, 5, 2, 2
     aff = rng.normal(size=(n_p, n_r))
     conf = rng.random((n_p, n_r)) < 0.2
-    x = auto_assign(n_p, n_r, aff, conf, k, load)
+    x = assign_dense(aff, conf, k, load, backend="highs")
     assert not (x & conf).any()
     assert (x.sum(axis=0) <= load).all()
     assert (x.sum(axis=1) == np.minimum(k, (~conf).sum(axis=1))).all()
@@ -228,7 +276,7 @@ def test_auto_assign_is_optimal_and_respects_constraints(seed):
 def test_auto_assign_keeps_existing_and_reports_infeasible():
     aff = np.zeros((2, 3))
     existing = np.array([[True, False, False], [False, False, False]])
-    x = auto_assign(2, 3, aff, np.zeros((2, 3), bool), 2, 2, existing)
+    x = assign_dense(aff, np.zeros((2, 3), bool), 2, 2, existing)
     assert x[0, 0] and x.sum() == 4
     with pytest.raises(AssignmentError, match="reviews needed"):
-        auto_assign(3, 2, np.zeros((3, 2)), np.zeros((3, 2), bool), 2, 1)
+        assign_dense(np.zeros((3, 2)), np.zeros((3, 2), bool), 2, 1)

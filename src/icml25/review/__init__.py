@@ -1,13 +1,14 @@
 """A conference review platform built on two-stage author feedback (Kim, Lee & Lee, ICML 2025).
 
-Pure parts import nothing heavy: :mod:`~icml25.review.workflow` (the process state machine and
-authorisation rules), :mod:`~icml25.review.assignment`, :mod:`~icml25.review.matching` (optimal
-assignment at scale), :mod:`~icml25.review.affinity` (TF-IDF), :mod:`~icml25.review.rewards`
-(quality score, badges, impact), :mod:`~icml25.review.credentials` (Ed25519) and
-:mod:`~icml25.review.simulation`. The platform itself (models, service,
-web app) needs the ``review`` extra: ``pip install 'icml25[review]'``.
+Pure parts import nothing heavy: :mod:`~icml25.review.workflow` (the process state machine),
+:mod:`~icml25.review.authority` (the one authority for who may see and do what),
+:mod:`~icml25.review.matching` (optimal assignment at scale), :mod:`~icml25.review.affinity`
+(TF-IDF), :mod:`~icml25.review.rewards` (quality score, badges, impact),
+:mod:`~icml25.review.credentials` (Ed25519) and :mod:`~icml25.review.simulation`. The platform
+itself (models, services, web app) needs the ``review`` extra: ``pip install 'icml25[review]'``.
 """
 
+from icml25.review.authority import Action, Facts, allowed, authorize, may
 from icml25.review.credentials import CredentialError
 from icml25.review.credentials import sign as sign_credential
 from icml25.review.credentials import verify as verify_credential
@@ -18,15 +19,11 @@ from icml25.review.matching import solve as solve_assignment
 from icml25.review.rewards import award_badges, impact_scores, quality_score
 from icml25.review.workflow import (
     PHASE_ORDER,
-    Action,
-    Facts,
     NotAllowed,
     Phase,
     PhaseFacts,
     Role,
     TransitionError,
-    allowed,
-    authorize,
     check_transition,
     next_phase,
     stage1_released,
@@ -54,6 +51,7 @@ __all__ = [
     "TransitionError",
     "allowed",
     "authorize",
+    "may",
     "check_transition",
     "create_app",
     "next_phase",

@@ -31,11 +31,15 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import coo_matrix, csr_matrix, vstack
 
+from icml25.review.errors import AssignmentError
+
+__all__ = ["BID_AFFINITY", "AssignmentError", "Problem", "Result", "assign_dense", "quality",
+           "solve", "verify"]
+
+# bid value (-2..2) -> affinity, in the spirit of OpenReview's translate map
+BID_AFFINITY = {-2: -1.0, -1: -0.5, 0: 0.0, 1: 0.75, 2: 1.0}
+
 SCALE = 10_000  # integer cost units per unit of score (flow solver)
-
-
-class AssignmentError(ValueError):
-    """The constraints cannot be met (the message says which)."""
 
 
 @dataclass
@@ -372,3 +376,34 @@ def verify(p: Problem, result: Result) -> list[str]:
     if (p.pinned & ~ch).any():
         errs.append("a pinned pair is not assigned")
     return errs
+
+
+def assign_dense(affinity: np.ndarray, conflicts: np.ndarray, k: int, max_load: int,
+                 existing: np.ndarray | None = None, backend: str = "auto") -> np.ndarray:
+    """The optimal assignment of a small venue given dense (papers x reviewers) tables.
+
+    Each paper gets ``k`` reviewers (or every non-conflicted one when fewer exist), each
+    reviewer at most ``max_load``; ``existing`` pairs are kept (pinned). Returns a boolean
+    table. Raises :class:`AssignmentError` when the loads cannot be met.
+    """
+    affinity = np.asarray(affinity, dtype=float)
+    conflicts = np.asarray(conflicts, dtype=bool)
+    n_p, n_r = affinity.shape
+    fixed = (np.zeros((n_p, n_r), bool) if existing is None
+             else np.asarray(existing, dtype=bool))
+    if n_p == 0:
+        return np.zeros((0, n_r), dtype=bool)
+    if (fixed & conflicts).any():
+        raise AssignmentError("an existing assignment is conflicted")
+    need = np.minimum(k, (~conflicts).sum(axis=1))
+    if need.sum() > n_r * max_load:
+        raise AssignmentError(
+            f"{int(need.sum())} reviews needed but {n_r} reviewers x load {max_load} "
+            f"= {n_r * max_load} available")
+    paper, reviewer = np.nonzero(~conflicts)
+    problem = Problem.build(n_p, n_r, paper, reviewer, affinity[paper, reviewer], k=need,
+                            max_load=max_load, pinned=fixed[paper, reviewer])
+    result = solve(problem, backend=backend)
+    out = np.zeros((n_p, n_r), dtype=bool)
+    out[problem.paper[result.chosen], problem.reviewer[result.chosen]] = True
+    return out

@@ -51,6 +51,24 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(String(255))
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # None until the owner follows the link sent to the address (self-registered accounts);
+    # an unverified account is linked to no submission and sees none
+    email_verified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True),
+                                                               nullable=True)
+    profile_public: Mapped[bool] = mapped_column(Boolean, default=False)  # opted in
+
+
+class EmailToken(Base):
+    """A single-use, expiring secret sent by e-mail (only its SHA-256 is stored)."""
+
+    __tablename__ = "email_tokens"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = _fk("users.id")
+    purpose: Mapped[str] = mapped_column(String(16), default="verify")
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Venue(Base):

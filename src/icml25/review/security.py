@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import secrets
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
-
-class UploadError(ValueError):
-    """An uploaded file was refused (the message is meant for the user)."""
+from icml25.review.errors import UploadError  # noqa: F401 (re-exported)
 
 
 def make_hasher(time_cost: int = 3, memory_kib: int = 65536) -> PasswordHasher:
@@ -67,6 +66,20 @@ def same(a: str | None, b: str | None) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
 
 
+def format_size(n: int, up: bool = False) -> str:
+    """Bytes in binary units, as forms and errors show them: ``10 MiB``, ``10.1 MiB``.
+
+    ``up`` rounds up to the shown precision, so a file just over a limit never reads as the
+    limit itself.
+    """
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            value = n / size
+            value = math.ceil(value * 10) / 10 if up else round(value, 1)
+            return f"{value:g} {unit}"
+    return f"{n} bytes"
+
+
 def check_pdf(data: bytes, max_bytes: int) -> None:
     """Refuse anything that is not a PDF by content, or is empty or too large.
 
@@ -76,9 +89,8 @@ def check_pdf(data: bytes, max_bytes: int) -> None:
     if not data:
         raise UploadError("the uploaded file is empty")
     if len(data) > max_bytes:
-        raise UploadError(
-            f"the PDF is too large ({len(data) / 1e6:.1f} MB); the limit is "
-            f"{max_bytes / 1e6:.1f} MB")
+        raise UploadError(f"the PDF is too large ({format_size(len(data), up=True)}); the "
+                          f"limit is {format_size(max_bytes)}")
     if b"%PDF-" not in data[:1024]:
         raise UploadError("the file is not a PDF (it does not start with %PDF-)")
     if b"%%EOF" not in data[-1024:]:

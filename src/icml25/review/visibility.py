@@ -1,7 +1,6 @@
-"""The ONE place that decides what a viewer may see (HotCRP style).
-
-Every HTML page, JSON response and export is built from the dictionaries returned here; nothing
-else turns database rows into output. The rules:
+"""Turns loaded rows into what a viewer may see; every decision is asked of
+:mod:`icml25.review.authority` (nothing here decides on its own, and nothing else in the
+platform turns rows into output). The rules, stated by the authority:
 
 * double blind: reviewers and area chairs never see author identities; authors never see
   reviewer identities; reviewers of one paper see each other as "Reviewer A/B/C";
@@ -10,7 +9,9 @@ else turns database rows into output. The rules:
   the venue reached rebuttal);
 * individual author ratings are shown to (non-conflicted) program chairs only; a reviewer sees
   the aggregate over their reviews after notification and only over at least 3 ratings;
-* discussion is for the paper's reviewers (after writing their own review), area chair and chairs.
+* discussion is for the paper's reviewers (after writing their own review), area chair and chairs;
+* a venue's timeline and papers are for its members and authors; a reviewer profile is public
+  only when its owner opted in or earned a badge.
 
 Functions here are pure: they take loaded rows (a :class:`Bundle`) and return plain dicts.
 """
@@ -23,34 +24,19 @@ from dataclasses import dataclass, field
 from statistics import fmean
 
 from icml25.review import models as m
-from icml25.review.workflow import (
-    PHASE_LABELS,
+from icml25.review.authority import (
     Action,
     Facts,
-    Phase,
-    Role,
-    allowed,
-    at_least,
-    feedback_aggregate_visible,
-    stage1_released,
-    stage2_released,
+    Viewer,
+    facts_for,
+    may,
+    profile_visible,
 )
+from icml25.review.security import format_size
+from icml25.review.workflow import PHASE_LABELS, Phase, Role, stage1_released, stage2_released
 
-MIN_RATINGS_FOR_AGGREGATE = 3
 STAGE1_FIELDS = ("summary", "strengths", "questions")
 STAGE2_FIELDS = ("weaknesses", "score", "confidence")
-
-
-@dataclass(frozen=True)
-class Viewer:
-    """Who is looking: a user id (None = anonymous) and their roles in the venue."""
-
-    user_id: int | None
-    venue_roles: frozenset[Role] = frozenset()
-
-    @property
-    def is_chair(self) -> bool:
-        return Role.CHAIR in self.venue_roles
 
 
 @dataclass
@@ -95,78 +81,40 @@ class Bundle:
         return stage2_released(self.phase, len(subs), rated)
 
 
-def facts_for(viewer: Viewer, b: Bundle | None, phase: Phase | None = None, *,
-              review: m.Review | None = None) -> Facts:
-    """The authorisation facts of ``viewer`` on bundle ``b`` (or on the venue when None)."""
-    if b is None:
-        return Facts(phase=Phase(phase), venue_roles=viewer.venue_roles)
-    uid = viewer.user_id
-    a = b.assignment_of(uid)
-    own = next((r for r in b.reviews if r.reviewer_id == uid), None)
-    return Facts(
-        phase=b.phase,
-        venue_roles=viewer.venue_roles,
-        is_author=uid is not None and uid in b.author_user_ids(),
-        is_assigned_reviewer=a is not None and a.role == Role.REVIEWER,
-        is_assigned_ac=a is not None and a.role == Role.AC,
-        conflicted=(uid in b.conflict_user_ids) or (uid in b.author_user_ids()),
-        own_review_submitted=bool(own and own.submitted),
-        submission_active=b.submission.status == "active",
-        has_submission=True,
-        review_submitted=bool(review and review.submitted),
-        stage2_released=b.stage2_for_authors(),
-    )
-
-
 def can(viewer: Viewer, action: Action, b: Bundle | None, phase: Phase | None = None,
         review: m.Review | None = None) -> bool:
-    """Whether ``viewer`` may do ``action`` (on bundle ``b``)."""
-    return allowed(action, facts_for(viewer, b, phase, review=review))
+    """Whether ``viewer`` may do ``action`` (on bundle ``b``), as the authority decides."""
+    return may(action, facts_for(viewer, b, phase, review=review))
 
 
 def _pseudonyms(b: Bundle) -> dict[int, str]:
     return {a.user_id: a.pseudonym for a in b.assignments if a.role == Role.REVIEWER}
 
 
-def _identity_visible(viewer: Viewer, f: Facts) -> bool:
-    """Reviewer identities: chairs and the paper's area chair only."""
-    return (viewer.is_chair and not f.conflicted) or f.is_assigned_ac
-
-
-def review_view(viewer: Viewer, b: Bundle, review: m.Review, f: Facts) -> dict | None:
+def review_view(viewer: Viewer, b: Bundle, review: m.Review) -> dict | None:
     """What ``viewer`` may see of one review (None: nothing at all)."""
+    f = facts_for(viewer, b, review=review)
     label = _pseudonyms(b).get(review.reviewer_id, "Reviewer")
-    full = {"id": review.id, "reviewer": label, "submitted": review.submitted,
-            **{k: getattr(review, k) for k in STAGE1_FIELDS + STAGE2_FIELDS}}
-    staff = (viewer.is_chair and not f.conflicted) or f.is_assigned_ac
-    own = review.reviewer_id == viewer.user_id
-    if not review.submitted and not own:
-        return None  # drafts are private to their writer
-    if staff or own or (f.is_assigned_reviewer and f.own_review_submitted and review.submitted):
-        out = dict(full)
-        if _identity_visible(viewer, f):
+    reb = b.rebuttals.get(review.id)
+    if may(Action.VIEW_REVIEW, f):
+        out = {"id": review.id, "reviewer": label, "submitted": review.submitted,
+               **{k: getattr(review, k) for k in STAGE1_FIELDS + STAGE2_FIELDS}}
+        if may(Action.VIEW_REVIEWER_IDENTITY, f):
             u = b.users.get(review.reviewer_id)
             out["reviewer_name"] = u.name if u else ""
             out["reviewer_email"] = u.email if u else ""
-        if allowed(Action.VIEW_RATINGS, f):
+        if may(Action.VIEW_RATINGS, f):
             fb = b.feedback.get(review.id)
             out["feedback"] = _feedback_dict(fb) if fb else None
-        reb = b.rebuttals.get(review.id)
-        out["rebuttal"] = reb.text if reb else None
-        return out
-    if f.is_author:
-        if not (review.submitted and stage1_released(b.phase)):
-            return None
-        out = {"id": review.id, "reviewer": label, "submitted": True,
-               **{k: getattr(review, k) for k in STAGE1_FIELDS}}
-        out["rated"] = review.id in b.feedback
-        out["stage2_released"] = b.stage2_for_authors()
-        if out["stage2_released"]:
-            out.update({k: getattr(review, k) for k in STAGE2_FIELDS})
-        reb = b.rebuttals.get(review.id)
-        out["rebuttal"] = reb.text if reb else None
-        return out
-    return None
+        return out | {"rebuttal": reb.text if reb else None}
+    if not may(Action.VIEW_REVIEW_STAGE1, f):
+        return None
+    out = {"id": review.id, "reviewer": label, "submitted": True,
+           **{k: getattr(review, k) for k in STAGE1_FIELDS},
+           "rated": review.id in b.feedback, "stage2_released": f.stage2_released}
+    if may(Action.VIEW_REVIEW_STAGE2, f):
+        out.update({k: getattr(review, k) for k in STAGE2_FIELDS})
+    return out | {"rebuttal": reb.text if reb else None}
 
 
 def _feedback_dict(fb: m.Feedback) -> dict:
@@ -186,26 +134,26 @@ def _poster_label(b: Bundle, user_id: int) -> str:
 def submission_view(viewer: Viewer, b: Bundle) -> dict | None:
     """Everything ``viewer`` may see about one submission (None: no access at all)."""
     f = facts_for(viewer, b)
-    if not allowed(Action.VIEW_SUBMISSION, f):
+    if not may(Action.VIEW_SUBMISSION, f):
         return None
     s = b.submission
     out: dict = {
         "id": s.id, "number": s.number, "venue": b.venue.slug, "title": s.title,
         "abstract": s.abstract, "keywords": s.keywords, "status": s.status,
-        "has_pdf": bool(s.pdf_path) and allowed(Action.DOWNLOAD_PDF, f),
-        "my_roles": _my_roles(viewer, f),
+        "has_pdf": bool(s.pdf_path) and may(Action.DOWNLOAD_PDF, f),
+        "my_roles": _my_roles(f),
     }
-    if allowed(Action.VIEW_AUTHORS, f):
+    if may(Action.VIEW_AUTHORS, f):
         out["authors"] = [{"name": a.name, "email": a.email, "affiliation": a.affiliation}
                           for a in b.authors]
-    chair = viewer.is_chair and not f.conflicted
-    if chair:
+    notes = may(Action.VIEW_CHAIR_NOTES, f)
+    if notes:
         out["declared_conflicts"] = s.declared_conflicts
         out["conflicts"] = sorted(
             (b.users[u].name if u in b.users else str(u)) for u in b.conflict_user_ids)
         out["bids"] = {(b.users[u].name if u in b.users else str(u)): v
                        for u, v in b.bids.items()}
-    if chair or f.is_assigned_ac:
+    if may(Action.VIEW_ASSIGNMENTS, f):
         out["assignments"] = [
             {"user_id": a.user_id, "role": a.role, "pseudonym": a.pseudonym,
              "name": b.users[a.user_id].name if a.user_id in b.users else ""}
@@ -213,27 +161,25 @@ def submission_view(viewer: Viewer, b: Bundle) -> dict | None:
     if f.is_assigned_reviewer:
         me = b.assignment_of(viewer.user_id)
         out["my_pseudonym"] = me.pseudonym if me else None
-    reviews = [review_view(viewer, b, r, f) for r in b.reviews]
+    reviews = [review_view(viewer, b, r) for r in b.reviews]
     out["reviews"] = [r for r in reviews if r is not None]
     if f.is_author:
         out["stage1_released"] = stage1_released(b.phase)
-        out["stage2_released"] = b.stage2_for_authors()
-    if allowed(Action.VIEW_DISCUSSION, f):
+        out["stage2_released"] = f.stage2_released
+    if may(Action.VIEW_DISCUSSION, f):
         out["discussion"] = [
             {"author": _poster_label(b, p.user_id)
-             + (f" ({b.users[p.user_id].name})" if chair and p.user_id in b.users else ""),
+             + (f" ({b.users[p.user_id].name})" if notes and p.user_id in b.users else ""),
              "text": p.text, "at": p.created_at.isoformat()} for p in b.posts]
-    released = at_least(b.phase, Phase.NOTIFICATION)
-    staff = chair or f.is_assigned_ac
-    if b.meta_review and (staff or released):
+    if b.meta_review and may(Action.VIEW_META_REVIEW, f):
         out["meta_review"] = {"text": b.meta_review.text,
                               "recommendation": b.meta_review.recommendation}
-    if b.decision and (chair or released):
+    if b.decision and may(Action.VIEW_DECISION, f):
         out["decision"] = b.decision.outcome
     return out
 
 
-def _my_roles(viewer: Viewer, f: Facts) -> list[str]:
+def _my_roles(f: Facts) -> list[str]:
     roles = []
     if f.is_author:
         roles.append("author")
@@ -241,7 +187,7 @@ def _my_roles(viewer: Viewer, f: Facts) -> list[str]:
         roles.append("reviewer")
     if f.is_assigned_ac:
         roles.append("area chair")
-    if viewer.is_chair and not f.conflicted:
+    if f.chair:
         roles.append("program chair")
     return roles
 
@@ -254,32 +200,51 @@ def listing_item(view: dict) -> dict:
     return item
 
 
-def venue_view(viewer: Viewer, venue: m.Venue) -> dict:
-    """Public facts of a venue (same for every viewer, plus the viewer's roles)."""
-    try:
-        timeline = json.loads(venue.timeline or "{}")
-    except ValueError:
-        timeline = {}
-    return {"id": venue.id, "slug": venue.slug, "name": venue.name, "phase": venue.phase,
-            "phase_label": PHASE_LABELS[Phase(venue.phase)],
-            "bidding_enabled": venue.bidding_enabled,
-            "reviews_per_paper": venue.reviews_per_paper, "timeline": timeline,
-            "my_roles": sorted(r.value for r in viewer.venue_roles)}
+def venue_view(viewer: Viewer, venue: m.Venue, *, authored: bool = False) -> dict:
+    """A venue as ``viewer`` may see it: its public card (name, phase) for anyone logged in;
+    the timeline and settings for its members and authors only."""
+    out = {"id": venue.id, "slug": venue.slug, "name": venue.name, "phase": venue.phase,
+           "phase_label": PHASE_LABELS[Phase(venue.phase)],
+           "my_roles": sorted(r.value for r in viewer.venue_roles)}
+    f = facts_for(viewer, None, Phase(venue.phase), authored_in_venue=authored)
+    if may(Action.VIEW_VENUE_DETAILS, f):
+        try:
+            timeline = json.loads(venue.timeline or "{}")
+        except ValueError:
+            timeline = {}
+        out |= {"bidding_enabled": venue.bidding_enabled,
+                "reviews_per_paper": venue.reviews_per_paper, "timeline": timeline,
+                "max_pdf_size": format_size(venue.max_pdf_bytes)}
+    elif Phase(venue.phase) is Phase.SUBMISSION:
+        # what the venue publishes in its call for papers: when submission closes
+        deadline = (json.loads(venue.timeline or "{}") or {}).get(Phase.SUBMISSION.value)
+        out["timeline"] = {Phase.SUBMISSION.value: deadline} if deadline else {}
+    return out
 
 
 def feedback_summary(viewer: Viewer, phase: Phase, ratings: Iterable[m.Feedback]) -> dict:
     """A reviewer's own aggregate: shown after notification over >= 3 ratings, else withheld."""
     rows = list(ratings)
-    n = len(rows)
-    if not feedback_aggregate_visible(phase, n, MIN_RATINGS_FOR_AGGREGATE):
-        reason = ("feedback is shown after notification" if not at_least(phase,
-                  Phase.NOTIFICATION) else
-                  f"fewer than {MIN_RATINGS_FOR_AGGREGATE} ratings; withheld to protect raters")
+    reason = _aggregate_withheld(viewer, phase, len(rows))
+    if reason:
         return {"available": False, "reason": reason}
-    return {"available": True, "n_ratings": n,
+    return {"available": True, "n_ratings": len(rows),
             "mean_comprehension": round(fmean(r.comprehension for r in rows), 2),
             "mean_constructiveness": round(fmean(r.constructiveness for r in rows), 2),
             "n_llm_flags": sum(1 for r in rows if r.llm_suspected)}
+
+
+def _aggregate_withheld(viewer: Viewer, phase: Phase, n: int) -> str | None:
+    """Why the authority withholds a reviewer's own aggregate (None: it is shown)."""
+    from icml25.review.authority import authorize
+    from icml25.review.errors import NotAllowed
+
+    try:
+        authorize(Action.VIEW_FEEDBACK_AGGREGATE, facts_for(viewer, None, phase,
+                                                            n_author_ratings=n))
+    except NotAllowed as exc:
+        return str(exc)
+    return None
 
 
 def ratings_table(viewer: Viewer, bundles: Iterable[Bundle]) -> list[dict]:
@@ -287,7 +252,7 @@ def ratings_table(viewer: Viewer, bundles: Iterable[Bundle]) -> list[dict]:
     out = []
     for b in bundles:
         f = facts_for(viewer, b)
-        if not allowed(Action.VIEW_RATINGS, f):
+        if not may(Action.VIEW_RATINGS, f):
             continue
         pseud = _pseudonyms(b)
         for r in b.reviews:
@@ -301,7 +266,7 @@ def ratings_table(viewer: Viewer, bundles: Iterable[Bundle]) -> list[dict]:
     return out
 
 
-def quality_view(phase: Phase, score, n_author_ratings: int) -> dict:  # noqa: ANN001
+def quality_view(viewer: Viewer, phase: Phase, score, n_author_ratings: int) -> dict:  # noqa: ANN001
     """A reviewer's own review-quality score: the formula is always shown; the numbers only
     after notification and over at least 3 author ratings (like the feedback aggregate)."""
     from icml25.review.rewards import FORMULA, WEIGHTS
@@ -309,18 +274,20 @@ def quality_view(phase: Phase, score, n_author_ratings: int) -> dict:  # noqa: A
     out: dict = {"formula": FORMULA, "weights": WEIGHTS}
     if score is None:
         return out | {"available": False, "reason": "no submitted reviews"}
-    if not feedback_aggregate_visible(phase, n_author_ratings, MIN_RATINGS_FOR_AGGREGATE):
-        reason = ("your score is shown after notification" if not at_least(
-            phase, Phase.NOTIFICATION) else
-            f"fewer than {MIN_RATINGS_FOR_AGGREGATE} author ratings; withheld to protect raters")
+    reason = _aggregate_withheld(viewer, phase, n_author_ratings)
+    if reason:
         return out | {"available": False, "reason": reason}
     return out | {"available": True, **score.as_dict()}
 
 
-def profile_view(user: m.User, badges: Iterable[tuple[m.Badge, m.Venue]]) -> dict:
+def profile_view(user: m.User | None, badges: Iterable[tuple[m.Badge, m.Venue]]) -> dict | None:
     """The public reviewer profile: name and badges across venues (tier, venue, date) -- no
-    e-mail, no scores, no papers reviewed."""
+    e-mail, no scores, no papers reviewed. None unless the authority makes it public (and
+    for an unknown user, so that ids cannot be probed)."""
+    rows = list(badges)
+    if not profile_visible(bool(user and user.profile_public), len(rows)) or user is None:
+        return None
     return {"reviewer_id": user.id, "name": user.name,
             "badges": [{"venue": v.slug, "venue_name": v.name, "badge": b.tier,
                         "issued_at": b.issued_at.isoformat(timespec="seconds")}
-                       for b, v in badges]}
+                       for b, v in rows]}

@@ -1,23 +1,21 @@
 """The review process as a pure state machine (no I/O, no database).
 
-Two layers:
-
-* the **venue phase** machine (:class:`Phase`, :func:`check_transition`), which moves a whole
-  venue through submission -> (bidding) -> assignment -> reviewing -> feedback -> rebuttal ->
-  discussion -> meta-review -> decision -> notification;
-* the **authorisation** rules (:func:`authorize`): which role may do which action in which phase,
-  given plain facts about the actor and the submission.
+The **venue phase** machine (:class:`Phase`, :func:`check_transition`) moves a whole venue
+through submission -> (bidding) -> assignment -> reviewing -> feedback -> rebuttal -> discussion
+-> meta-review -> decision -> notification. Who may do what in which phase is decided by
+:mod:`icml25.review.authority`, from the facts defined here.
 
 The two-stage release of Kim, Lee & Lee (ICML 2025) lives here too: :func:`stage2_released` says
-when an author may see the weaknesses and scores of a review. The service layer gathers the facts
-from the database and calls these functions; the web layer only calls the service layer.
+when an author may see the weaknesses and scores of a review.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+
+from icml25.review.errors import NotAllowed, TransitionError  # noqa: F401 (re-exported)
 
 
 class Phase(StrEnum):
@@ -61,14 +59,6 @@ class Role(StrEnum):
 
 
 VENUE_ROLES = (Role.CHAIR, Role.AC, Role.REVIEWER)
-
-
-class TransitionError(ValueError):
-    """A phase change the process does not allow (the message says why)."""
-
-
-class NotAllowed(PermissionError):
-    """An action the actor may not perform (the message says why)."""
 
 
 def phase_index(phase: Phase | str) -> int:
@@ -174,231 +164,6 @@ def feedback_aggregate_visible(phase: Phase | str, n_ratings: int, minimum: int 
     """A reviewer sees the aggregate of feedback on their reviews only after decisions are
     released and only over at least ``minimum`` ratings (so no single rater is identifiable)."""
     return at_least(phase, Phase.NOTIFICATION) and n_ratings >= minimum
-
-
-class Action(StrEnum):
-    """Everything a user can do; each is checked by :func:`authorize`."""
-
-    SUBMIT = "submit"  # create a submission
-    EDIT_SUBMISSION = "edit_submission"
-    WITHDRAW = "withdraw"
-    VIEW_SUBMISSION = "view_submission"
-    VIEW_AUTHORS = "view_authors"
-    DOWNLOAD_PDF = "download_pdf"
-    BID = "bid"
-    ASSIGN = "assign"
-    WRITE_REVIEW = "write_review"
-    GIVE_FEEDBACK = "give_feedback"
-    VIEW_RATINGS = "view_ratings"  # individual author ratings of reviews
-    WRITE_REBUTTAL = "write_rebuttal"
-    POST_DISCUSSION = "post_discussion"
-    VIEW_DISCUSSION = "view_discussion"
-    WRITE_METAREVIEW = "write_metareview"
-    DECIDE = "decide"
-    ADVANCE_PHASE = "advance_phase"
-    MANAGE_MEMBERS = "manage_members"
-    VIEW_ADMIN = "view_admin"  # audit log, outbox, member list
-    RATE_REVIEW = "rate_review"  # area chair rates a review (for rewards)
-    CLOSE_VENUE = "close_venue"  # award badges at venue close
-
-
-@dataclass(frozen=True)
-class Facts:
-    """Plain facts about an actor, a venue and (optionally) one submission."""
-
-    phase: Phase
-    venue_roles: frozenset[Role] = field(default_factory=frozenset)
-    is_author: bool = False
-    is_assigned_reviewer: bool = False
-    is_assigned_ac: bool = False
-    conflicted: bool = False
-    own_review_submitted: bool = False
-    submission_active: bool = True
-    has_submission: bool = False  # whether the action concerns one submission
-    review_submitted: bool = False  # for feedback/rebuttal: the target review is submitted
-    stage2_released: bool = False  # for feedback: stage 2 already released for the submission
-
-
-def _deny(reason: str) -> None:
-    raise NotAllowed(reason)
-
-
-def authorize(action: Action | str, f: Facts) -> None:
-    """Raise :class:`NotAllowed` (with the reason) unless the action is allowed."""
-    action = Action(action)
-    chair = Role.CHAIR in f.venue_roles and not f.conflicted
-    phase = Phase(f.phase)
-    rule = _RULES[action]
-    rule(f, phase, chair)
-
-
-def allowed(action: Action | str, f: Facts) -> bool:
-    """Boolean form of :func:`authorize`."""
-    try:
-        authorize(action, f)
-    except NotAllowed:
-        return False
-    return True
-
-
-def _need_phase(phase: Phase, *phases: Phase) -> None:
-    if phase not in phases:
-        names = ", ".join(p.value for p in phases)
-        _deny(f"not possible in the '{phase.value}' phase (only in: {names})")
-
-
-def _r_submit(f: Facts, phase: Phase, chair: bool) -> None:
-    _need_phase(phase, Phase.SUBMISSION)
-
-
-def _r_edit(f: Facts, phase: Phase, chair: bool) -> None:
-    if not f.is_author:
-        _deny("only the authors may edit a submission")
-    if not f.submission_active:
-        _deny("the submission is withdrawn")
-    _need_phase(phase, Phase.SUBMISSION)
-
-
-def _r_withdraw(f: Facts, phase: Phase, chair: bool) -> None:
-    if not f.is_author:
-        _deny("only the authors may withdraw a submission")
-    if not f.submission_active:
-        _deny("the submission is already withdrawn")
-    if at_least(phase, Phase.DECISION):
-        _deny("a submission cannot be withdrawn once decisions are being made")
-
-
-def _r_view(f: Facts, phase: Phase, chair: bool) -> None:
-    if chair or f.is_author or f.is_assigned_ac or f.is_assigned_reviewer:
-        return
-    bidder = bool(f.venue_roles & {Role.REVIEWER, Role.AC})
-    if bidder and not f.conflicted and phase is Phase.BIDDING and f.submission_active:
-        return
-    _deny("you have no access to this submission")
-
-
-def _r_view_authors(f: Facts, phase: Phase, chair: bool) -> None:
-    # double blind: only the authors themselves and non-conflicted chairs
-    if not (chair or f.is_author):
-        _deny("author identities are hidden (double-blind)")
-
-
-def _r_pdf(f: Facts, phase: Phase, chair: bool) -> None:
-    if chair or f.is_author or f.is_assigned_ac or f.is_assigned_reviewer:
-        return
-    _deny("you have no access to this PDF")
-
-
-def _r_bid(f: Facts, phase: Phase, chair: bool) -> None:
-    if not f.venue_roles & {Role.REVIEWER, Role.AC}:
-        _deny("only reviewers and area chairs bid")
-    if f.conflicted or f.is_author:
-        _deny("you are conflicted with this submission")
-    _need_phase(phase, Phase.BIDDING)
-
-
-def _r_assign(f: Facts, phase: Phase, chair: bool) -> None:
-    if not chair:
-        _deny("only a non-conflicted program chair assigns reviewers")
-    _need_phase(phase, Phase.BIDDING, Phase.ASSIGNMENT, Phase.REVIEWING)
-
-
-def _r_review(f: Facts, phase: Phase, chair: bool) -> None:
-    if not f.is_assigned_reviewer:
-        _deny("you are not assigned to review this submission")
-    if not f.submission_active:
-        _deny("the submission is withdrawn")
-    _need_phase(phase, Phase.REVIEWING)
-
-
-def _r_feedback(f: Facts, phase: Phase, chair: bool) -> None:
-    if not f.is_author:
-        _deny("only the authors rate the reviews of their submission")
-    _need_phase(phase, Phase.FEEDBACK)
-    if not f.review_submitted:
-        _deny("the review is not submitted")
-    if f.stage2_released:
-        _deny("ratings are final once stage 2 of the reviews is released")
-
-
-def _r_ratings(f: Facts, phase: Phase, chair: bool) -> None:
-    if not chair:
-        _deny("individual ratings are visible to program chairs only")
-
-
-def _r_rebuttal(f: Facts, phase: Phase, chair: bool) -> None:
-    if not f.is_author:
-        _deny("only the authors write the rebuttal")
-    if not f.review_submitted:
-        _deny("the review is not submitted")
-    _need_phase(phase, Phase.REBUTTAL)
-
-
-def _r_view_discussion(f: Facts, phase: Phase, chair: bool) -> None:
-    if chair or f.is_assigned_ac or (f.is_assigned_reviewer and f.own_review_submitted):
-        return
-    _deny("the discussion is open to the paper's reviewers, area chair and chairs only")
-
-
-def _r_discuss(f: Facts, phase: Phase, chair: bool) -> None:
-    _r_view_discussion(f, phase, chair)
-    _need_phase(phase, Phase.DISCUSSION)
-
-
-def _r_meta(f: Facts, phase: Phase, chair: bool) -> None:
-    if not f.is_assigned_ac:
-        _deny("only the paper's area chair writes the meta-review")
-    _need_phase(phase, Phase.META_REVIEW)
-
-
-def _r_decide(f: Facts, phase: Phase, chair: bool) -> None:
-    if not chair:
-        _deny("only a non-conflicted program chair decides")
-    _need_phase(phase, Phase.DECISION)
-
-
-def _r_rate_review(f: Facts, phase: Phase, chair: bool) -> None:
-    if not (chair or f.is_assigned_ac):
-        _deny("only the paper's area chair (or a non-conflicted chair) rates its reviews")
-    if not f.review_submitted:
-        _deny("the review is not submitted")
-    _need_phase(phase, Phase.FEEDBACK, Phase.REBUTTAL, Phase.DISCUSSION, Phase.META_REVIEW,
-                Phase.DECISION)
-
-
-def _r_close(f: Facts, phase: Phase, chair: bool) -> None:
-    _r_chair(f, phase, chair)
-    _need_phase(phase, Phase.NOTIFICATION)
-
-
-def _r_chair(f: Facts, phase: Phase, chair: bool) -> None:
-    if Role.CHAIR not in f.venue_roles:
-        _deny("only program chairs may do this")
-
-
-_RULES = {
-    Action.SUBMIT: _r_submit,
-    Action.EDIT_SUBMISSION: _r_edit,
-    Action.WITHDRAW: _r_withdraw,
-    Action.VIEW_SUBMISSION: _r_view,
-    Action.VIEW_AUTHORS: _r_view_authors,
-    Action.DOWNLOAD_PDF: _r_pdf,
-    Action.BID: _r_bid,
-    Action.ASSIGN: _r_assign,
-    Action.WRITE_REVIEW: _r_review,
-    Action.GIVE_FEEDBACK: _r_feedback,
-    Action.VIEW_RATINGS: _r_ratings,
-    Action.WRITE_REBUTTAL: _r_rebuttal,
-    Action.VIEW_DISCUSSION: _r_view_discussion,
-    Action.POST_DISCUSSION: _r_discuss,
-    Action.WRITE_METAREVIEW: _r_meta,
-    Action.DECIDE: _r_decide,
-    Action.ADVANCE_PHASE: _r_chair,
-    Action.MANAGE_MEMBERS: _r_chair,
-    Action.VIEW_ADMIN: _r_chair,
-    Action.RATE_REVIEW: _r_rate_review,
-    Action.CLOSE_VENUE: _r_close,
-}
 
 
 def pseudonym(index: int) -> str:

@@ -1,0 +1,471 @@
+"""The ONE authority for who may see and do what (HotCRP's rule).
+
+Every decision "may this viewer see / do X" is made here, from plain facts:
+
+* :class:`Principal` -- the account behind a request (id, site admin, verified e-mail, its roles
+  in every venue), computed once per request;
+* :class:`Viewer` -- the principal as seen from one venue;
+* :class:`Facts` -- the viewer and one submission (author? assigned? conflicted? "non-conflicted
+  chair"?), from :func:`facts_for`;
+* :class:`Action` and :func:`authorize` / :func:`may` -- one rule per action.
+
+Services call :func:`authorize` before they change anything; :mod:`~icml25.review.visibility`
+calls :func:`may` for every field it renders; routes that show no data (the login page, the API
+schema) ask for :attr:`Action.VIEW_PUBLIC`. Each decision is noted on the current request's
+trail (:func:`trail`), which is how the route-table test proves that every route asks here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from icml25.review.errors import NotAllowed
+from icml25.review.workflow import Phase, Role, at_least, stage1_released
+
+if TYPE_CHECKING:
+    from icml25.review.visibility import Bundle
+
+
+class Action(StrEnum):
+    """Everything a user can see or do; each is checked by :func:`authorize`."""
+
+    SUBMIT = "submit"  # create a submission
+    EDIT_SUBMISSION = "edit_submission"
+    WITHDRAW = "withdraw"
+    VIEW_SUBMISSION = "view_submission"
+    VIEW_AUTHORS = "view_authors"
+    DOWNLOAD_PDF = "download_pdf"
+    BID = "bid"
+    ASSIGN = "assign"
+    WRITE_REVIEW = "write_review"
+    GIVE_FEEDBACK = "give_feedback"
+    VIEW_RATINGS = "view_ratings"  # individual author ratings of reviews
+    WRITE_REBUTTAL = "write_rebuttal"
+    POST_DISCUSSION = "post_discussion"
+    VIEW_DISCUSSION = "view_discussion"
+    WRITE_METAREVIEW = "write_metareview"
+    DECIDE = "decide"
+    ADVANCE_PHASE = "advance_phase"
+    MANAGE_MEMBERS = "manage_members"
+    VIEW_ADMIN = "view_admin"  # audit log, outbox, member list
+    RATE_REVIEW = "rate_review"  # area chair rates a review (for rewards)
+    CLOSE_VENUE = "close_venue"  # award badges at venue close
+    # what parts of a submission a viewer sees (asked by visibility.py)
+    VIEW_REVIEW = "view_review"  # a whole review, as staff, its writer or a peer reviewer
+    VIEW_REVIEW_STAGE1 = "view_review_stage1"  # summary, strengths, questions, as an author
+    VIEW_REVIEW_STAGE2 = "view_review_stage2"  # weaknesses and scores, as an author
+    VIEW_REVIEWER_IDENTITY = "view_reviewer_identity"
+    VIEW_CHAIR_NOTES = "view_chair_notes"  # declared and computed conflicts, bids
+    VIEW_ASSIGNMENTS = "view_assignments"
+    VIEW_META_REVIEW = "view_meta_review"
+    VIEW_DECISION = "view_decision"
+    # venue and account level
+    VIEW_VENUE_DETAILS = "view_venue_details"  # timeline, submission list: members only
+    VIEW_FEEDBACK_AGGREGATE = "view_feedback_aggregate"  # a reviewer's own aggregate
+    CREATE_VENUE = "create_venue"
+    USE_ACCOUNT = "use_account"  # one's own tokens, badges, papers, profile settings
+    VIEW_PROFILE = "view_profile"  # someone's public reviewer profile
+    VIEW_PUBLIC = "view_public"  # pages that show no data: login, register, API schema
+
+
+# actions an account may take before its e-mail address is verified
+UNVERIFIED_OK = frozenset({Action.VIEW_PUBLIC, Action.USE_ACCOUNT, Action.VIEW_PROFILE})
+MIN_RATINGS_FOR_AGGREGATE = 3
+
+
+@dataclass
+class Principal:
+    """The account behind one request (None id = anonymous), loaded once per request."""
+
+    user_id: int | None = None
+    is_admin: bool = False
+    verified: bool = False
+    roles: dict[int, frozenset[Role]] = field(default_factory=dict)  # venue id -> roles
+
+    def at(self, venue_id: int) -> Viewer:
+        """This principal as a viewer of one venue."""
+        return Viewer(self.user_id, self.roles.get(venue_id, frozenset()),
+                      verified=self.verified, is_admin=self.is_admin)
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who is looking at one venue: user id (None = anonymous), roles there, account facts."""
+
+    user_id: int | None
+    venue_roles: frozenset[Role] = frozenset()
+    verified: bool = False
+    is_admin: bool = False
+
+    @property
+    def is_chair(self) -> bool:
+        return Role.CHAIR in self.venue_roles
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Plain facts about an actor, a venue and (optionally) one submission and one review."""
+
+    phase: Phase
+    venue_roles: frozenset[Role] = field(default_factory=frozenset)
+    logged_in: bool = True
+    verified: bool = False
+    is_admin: bool = False
+    is_author: bool = False  # of the submission (a verified co-author or the submitter)
+    authored_in_venue: bool = False  # author of some submission of the venue
+    is_assigned_reviewer: bool = False
+    is_assigned_ac: bool = False
+    conflicted: bool = False
+    own_review_submitted: bool = False
+    submission_active: bool = True
+    has_submission: bool = False  # whether the action concerns one submission
+    review_submitted: bool = False  # the target review is submitted
+    own_review: bool = False  # the target review is the viewer's own
+    stage2_released: bool = False  # stage 2 already released to the submission's authors
+    n_author_ratings: int = 0  # for the feedback aggregate: ratings of the viewer's reviews
+
+    @property
+    def chair(self) -> bool:
+        """A program chair of the venue who is not conflicted with this submission."""
+        return Role.CHAIR in self.venue_roles and not self.conflicted
+
+    @property
+    def staff(self) -> bool:
+        """Those who see reviews with their writers: non-conflicted chairs, the paper's AC."""
+        return self.chair or self.is_assigned_ac
+
+
+def facts_for(viewer: Viewer, b: Bundle | None, phase: Phase | None = None, *,
+              review=None, authored_in_venue: bool = False,  # noqa: ANN001
+              n_author_ratings: int = 0) -> Facts:
+    """The facts of ``viewer`` on bundle ``b`` (or on the venue in ``phase`` when None)."""
+    account = dict(venue_roles=viewer.venue_roles, logged_in=viewer.user_id is not None,
+                   verified=viewer.verified, is_admin=viewer.is_admin,
+                   authored_in_venue=authored_in_venue, n_author_ratings=n_author_ratings)
+    if b is None:
+        return Facts(phase=Phase(phase), **account)
+    uid = viewer.user_id
+    a = b.assignment_of(uid)
+    own = next((r for r in b.reviews if r.reviewer_id == uid), None)
+    authors = b.author_user_ids()
+    return Facts(
+        phase=b.phase, **account | {"authored_in_venue": authored_in_venue or uid in authors},
+        is_author=uid is not None and uid in authors,
+        is_assigned_reviewer=a is not None and a.role == Role.REVIEWER,
+        is_assigned_ac=a is not None and a.role == Role.AC,
+        conflicted=(uid in b.conflict_user_ids) or (uid in authors),
+        own_review_submitted=bool(own and own.submitted),
+        submission_active=b.submission.status == "active",
+        has_submission=True,
+        review_submitted=bool(review is not None and review.submitted),
+        own_review=review is not None and uid is not None and review.reviewer_id == uid,
+        stage2_released=b.stage2_for_authors(),
+    )
+
+
+# ---------------------------------------------------------------------- the decision trail
+_trail: ContextVar[list[str] | None] = ContextVar("icml25_review_authority_trail", default=None)
+
+
+@contextmanager
+def trail() -> Iterator[list[str]]:
+    """Collect the actions decided while the block runs (the same list is shared by the
+    threads a request's route runs in, so a route's decisions all land here)."""
+    token = _trail.set([])
+    try:
+        yield _trail.get()  # type: ignore[misc]
+    finally:
+        _trail.reset(token)
+
+
+def _note(action: Action) -> None:
+    seen = _trail.get()
+    if seen is not None:
+        seen.append(action.value)
+
+
+# ---------------------------------------------------------------------- deciding
+def authorize(action: Action | str, f: Facts) -> None:
+    """Raise :class:`NotAllowed` (with the reason) unless the action is allowed."""
+    action = Action(action)
+    _note(action)
+    if action is not Action.VIEW_PUBLIC and not f.logged_in:
+        _deny("please log in")
+    if action not in UNVERIFIED_OK and f.logged_in and not f.verified:
+        _deny("please verify your e-mail address first (follow the link we sent you)")
+    _RULES[action](f, Phase(f.phase), f.chair)
+
+
+def may(action: Action | str, f: Facts) -> bool:
+    """Boolean form of :func:`authorize`."""
+    try:
+        authorize(action, f)
+    except NotAllowed:
+        return False
+    return True
+
+
+allowed = may  # the older name
+
+
+def _deny(reason: str) -> None:
+    raise NotAllowed(reason)
+
+
+def _need_phase(phase: Phase, *phases: Phase) -> None:
+    if phase not in phases:
+        names = ", ".join(p.value for p in phases)
+        _deny(f"not possible in the '{phase.value}' phase (only in: {names})")
+
+
+def _r_submit(f: Facts, phase: Phase, chair: bool) -> None:
+    _need_phase(phase, Phase.SUBMISSION)
+
+
+def _r_edit(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.is_author:
+        _deny("only the authors may edit a submission")
+    if not f.submission_active:
+        _deny("the submission is withdrawn")
+    _need_phase(phase, Phase.SUBMISSION)
+
+
+def _r_withdraw(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.is_author:
+        _deny("only the authors may withdraw a submission")
+    if not f.submission_active:
+        _deny("the submission is already withdrawn")
+    if at_least(phase, Phase.DECISION):
+        _deny("a submission cannot be withdrawn once decisions are being made")
+
+
+def _r_view(f: Facts, phase: Phase, chair: bool) -> None:
+    if chair or f.is_author or f.is_assigned_ac or f.is_assigned_reviewer:
+        return
+    bidder = bool(f.venue_roles & {Role.REVIEWER, Role.AC})
+    if bidder and not f.conflicted and phase is Phase.BIDDING and f.submission_active:
+        return
+    _deny("you have no access to this submission")
+
+
+def _r_view_authors(f: Facts, phase: Phase, chair: bool) -> None:
+    # double blind: only the authors themselves and non-conflicted chairs
+    if not (chair or f.is_author):
+        _deny("author identities are hidden (double-blind)")
+
+
+def _r_pdf(f: Facts, phase: Phase, chair: bool) -> None:
+    if chair or f.is_author or f.is_assigned_ac or f.is_assigned_reviewer:
+        return
+    _deny("you have no access to this PDF")
+
+
+def _r_bid(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.venue_roles & {Role.REVIEWER, Role.AC}:
+        _deny("only reviewers and area chairs bid")
+    if f.conflicted or f.is_author:
+        _deny("you are conflicted with this submission")
+    _need_phase(phase, Phase.BIDDING)
+
+
+def _r_assign(f: Facts, phase: Phase, chair: bool) -> None:
+    if not chair:
+        _deny("only a non-conflicted program chair assigns reviewers")
+    _need_phase(phase, Phase.BIDDING, Phase.ASSIGNMENT, Phase.REVIEWING)
+
+
+def _r_review(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.is_assigned_reviewer:
+        _deny("you are not assigned to review this submission")
+    if not f.submission_active:
+        _deny("the submission is withdrawn")
+    _need_phase(phase, Phase.REVIEWING)
+
+
+def _r_feedback(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.is_author:
+        _deny("only the authors rate the reviews of their submission")
+    _need_phase(phase, Phase.FEEDBACK)
+    if not f.review_submitted:
+        _deny("the review is not submitted")
+    if f.stage2_released:
+        _deny("ratings are final once stage 2 of the reviews is released")
+
+
+def _r_ratings(f: Facts, phase: Phase, chair: bool) -> None:
+    if not chair:
+        _deny("individual ratings are visible to program chairs only")
+
+
+def _r_rebuttal(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.is_author:
+        _deny("only the authors write the rebuttal")
+    if not f.review_submitted:
+        _deny("the review is not submitted")
+    _need_phase(phase, Phase.REBUTTAL)
+
+
+def _r_view_discussion(f: Facts, phase: Phase, chair: bool) -> None:
+    if chair or f.is_assigned_ac or (f.is_assigned_reviewer and f.own_review_submitted):
+        return
+    _deny("the discussion is open to the paper's reviewers, area chair and chairs only")
+
+
+def _r_discuss(f: Facts, phase: Phase, chair: bool) -> None:
+    _r_view_discussion(f, phase, chair)
+    _need_phase(phase, Phase.DISCUSSION)
+
+
+def _r_meta(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.is_assigned_ac:
+        _deny("only the paper's area chair writes the meta-review")
+    _need_phase(phase, Phase.META_REVIEW)
+
+
+def _r_decide(f: Facts, phase: Phase, chair: bool) -> None:
+    if not chair:
+        _deny("only a non-conflicted program chair decides")
+    _need_phase(phase, Phase.DECISION)
+
+
+def _r_rate_review(f: Facts, phase: Phase, chair: bool) -> None:
+    if not (chair or f.is_assigned_ac):
+        _deny("only the paper's area chair (or a non-conflicted chair) rates its reviews")
+    if not f.review_submitted:
+        _deny("the review is not submitted")
+    _need_phase(phase, Phase.FEEDBACK, Phase.REBUTTAL, Phase.DISCUSSION, Phase.META_REVIEW,
+                Phase.DECISION)
+
+
+def _r_close(f: Facts, phase: Phase, chair: bool) -> None:
+    _r_chair(f, phase, chair)
+    _need_phase(phase, Phase.NOTIFICATION)
+
+
+def _r_chair(f: Facts, phase: Phase, chair: bool) -> None:
+    if Role.CHAIR not in f.venue_roles:
+        _deny("only program chairs may do this")
+
+
+def _r_view_review(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.review_submitted and not f.own_review:
+        _deny("drafts are private to their writer")
+    if f.staff or f.own_review or (f.is_assigned_reviewer and f.own_review_submitted):
+        return
+    _deny("reviews are shown to the paper's staff, and to its reviewers after their own")
+
+
+def _r_stage1(f: Facts, phase: Phase, chair: bool) -> None:
+    if not (f.is_author and f.review_submitted and stage1_released(phase)):
+        _deny("reviews are released to authors in the feedback phase")
+
+
+def _r_stage2(f: Facts, phase: Phase, chair: bool) -> None:
+    _r_stage1(f, phase, chair)
+    if not f.stage2_released:
+        _deny("weaknesses and scores follow once every review is rated (or at rebuttal)")
+
+
+def _r_identity(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.staff:
+        _deny("reviewer identities are hidden (double-blind)")
+
+
+def _r_chair_only(f: Facts, phase: Phase, chair: bool) -> None:
+    if not chair:
+        _deny("only a non-conflicted program chair sees this")
+
+
+def _r_staff(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.staff:
+        _deny("only the paper's area chair and chairs see this")
+
+
+def _r_view_meta(f: Facts, phase: Phase, chair: bool) -> None:
+    if not (f.staff or at_least(phase, Phase.NOTIFICATION)):
+        _deny("meta-reviews are released at notification")
+
+
+def _r_view_decision(f: Facts, phase: Phase, chair: bool) -> None:
+    if not (chair or at_least(phase, Phase.NOTIFICATION)):
+        _deny("decisions are released at notification")
+
+
+def _r_venue_details(f: Facts, phase: Phase, chair: bool) -> None:
+    if f.venue_roles or f.authored_in_venue or f.is_admin:
+        return
+    _deny("the venue's timeline and papers are shown to its members and authors")
+
+
+def _r_aggregate(f: Facts, phase: Phase, chair: bool) -> None:
+    if Role.REVIEWER not in f.venue_roles:
+        _deny("only reviewers receive feedback on their reviews")
+    if not at_least(phase, Phase.NOTIFICATION):
+        _deny("feedback is shown after notification")
+    if f.n_author_ratings < MIN_RATINGS_FOR_AGGREGATE:
+        _deny(f"fewer than {MIN_RATINGS_FOR_AGGREGATE} ratings; withheld to protect raters")
+
+
+def _r_create_venue(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.is_admin:
+        _deny("only site administrators create venues")
+
+
+def _r_anyone(f: Facts, phase: Phase, chair: bool) -> None:
+    return None  # logged in (checked by authorize) or, for VIEW_PUBLIC, anybody
+
+
+_RULES = {
+    Action.SUBMIT: _r_submit,
+    Action.EDIT_SUBMISSION: _r_edit,
+    Action.WITHDRAW: _r_withdraw,
+    Action.VIEW_SUBMISSION: _r_view,
+    Action.VIEW_AUTHORS: _r_view_authors,
+    Action.DOWNLOAD_PDF: _r_pdf,
+    Action.BID: _r_bid,
+    Action.ASSIGN: _r_assign,
+    Action.WRITE_REVIEW: _r_review,
+    Action.GIVE_FEEDBACK: _r_feedback,
+    Action.VIEW_RATINGS: _r_ratings,
+    Action.WRITE_REBUTTAL: _r_rebuttal,
+    Action.VIEW_DISCUSSION: _r_view_discussion,
+    Action.POST_DISCUSSION: _r_discuss,
+    Action.WRITE_METAREVIEW: _r_meta,
+    Action.DECIDE: _r_decide,
+    Action.ADVANCE_PHASE: _r_chair,
+    Action.MANAGE_MEMBERS: _r_chair,
+    Action.VIEW_ADMIN: _r_chair,
+    Action.RATE_REVIEW: _r_rate_review,
+    Action.CLOSE_VENUE: _r_close,
+    Action.VIEW_REVIEW: _r_view_review,
+    Action.VIEW_REVIEW_STAGE1: _r_stage1,
+    Action.VIEW_REVIEW_STAGE2: _r_stage2,
+    Action.VIEW_REVIEWER_IDENTITY: _r_identity,
+    Action.VIEW_CHAIR_NOTES: _r_chair_only,
+    Action.VIEW_ASSIGNMENTS: _r_staff,
+    Action.VIEW_META_REVIEW: _r_view_meta,
+    Action.VIEW_DECISION: _r_view_decision,
+    Action.VIEW_VENUE_DETAILS: _r_venue_details,
+    Action.VIEW_FEEDBACK_AGGREGATE: _r_aggregate,
+    Action.CREATE_VENUE: _r_create_venue,
+    Action.USE_ACCOUNT: _r_anyone,
+    Action.VIEW_PROFILE: _r_anyone,
+    Action.VIEW_PUBLIC: _r_anyone,
+}
+assert set(_RULES) == set(Action), "every action needs exactly one rule"
+
+
+def public(phase: Phase = Phase.SUBMISSION) -> None:
+    """Record that a route shows nothing but public information (login page, API schema)."""
+    authorize(Action.VIEW_PUBLIC, Facts(phase=phase, logged_in=False))
+
+
+def profile_visible(opted_in: bool, n_badges: int) -> bool:
+    """A reviewer profile is public only if its owner opted in or earned a badge."""
+    _note(Action.VIEW_PROFILE)
+    return opted_in or n_badges > 0

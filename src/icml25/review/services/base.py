@@ -1,0 +1,271 @@
+"""What every service shares: the per-request :class:`Context` (database session, settings,
+actor and the actor's :class:`~icml25.review.authority.Principal`, loaded once), audit and mail
+helpers, and the loading of venues and submission bundles.
+
+Services know nothing of HTTP. They ask :mod:`icml25.review.authority` before every change and
+build every read with :mod:`icml25.review.visibility`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from icml25.review import models as m
+from icml25.review.authority import Action, Facts, Principal, Viewer, authorize
+from icml25.review.db import Settings
+from icml25.review.errors import NotFound, ServiceError
+from icml25.review.security import make_hasher
+from icml25.review.visibility import Bundle
+from icml25.review.workflow import Phase, Role
+
+if TYPE_CHECKING:
+    from icml25.review.service import ReviewService
+
+# Mail domains shared by unrelated people never imply a conflict.
+PUBLIC_DOMAINS = frozenset({
+    "gmail.com", "googlemail.com", "outlook.com", "hotmail.com", "yahoo.com", "icloud.com",
+    "qq.com", "163.com", "126.com", "protonmail.com", "proton.me", "live.com", "aol.com",
+})
+EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+LIMITS = {"title": 300, "abstract": 5000, "keywords": 500, "text": 20000, "name": 200}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def timeline_of(venue: m.Venue) -> dict[str, str]:
+    try:
+        return json.loads(venue.timeline or "{}")
+    except ValueError:
+        return {}
+
+
+def aware(dt: datetime) -> datetime:
+    # SQLite returns naive datetimes; they were stored as UTC
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def clean_text(value: str | None, field: str, limit: str = "text", required: bool = True) -> str:
+    value = (value or "").replace("\r\n", "\n").strip()
+    if required and not value:
+        raise ServiceError(f"{field} is required")
+    if len(value) > LIMITS[limit]:
+        raise ServiceError(f"{field} is too long (at most {LIMITS[limit]} characters)")
+    return value
+
+
+def clean_int(value: object, field: str, lo: int, hi: int) -> int:
+    try:
+        v = int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ServiceError(f"{field} must be a whole number from {lo} to {hi}") from None
+    if not lo <= v <= hi:
+        raise ServiceError(f"{field} must be from {lo} to {hi}")
+    return v
+
+
+def domain(email: str) -> str:
+    return email.rsplit("@", 1)[-1].strip().lower()
+
+
+def is_verified(user: m.User | None) -> bool:
+    return user is not None and user.email_verified_at is not None
+
+
+class Context:
+    """One request's (or one script's) database session, settings and actor."""
+
+    def __init__(self, db: Session, settings: Settings, actor: m.User | None) -> None:
+        self.db, self.settings, self.actor = db, settings, actor
+
+    @cached_property
+    def hasher(self):  # noqa: ANN201
+        return make_hasher(self.settings.argon2_time_cost, self.settings.argon2_memory_kib)
+
+    @cached_property
+    def principal(self) -> Principal:
+        """The actor's account facts and roles in every venue: one query per request."""
+        user = self.actor
+        if user is None:
+            return Principal()
+        roles: dict[int, set[Role]] = defaultdict(set)
+        for venue_id, role in self.db.execute(select(m.Membership.venue_id, m.Membership.role)
+                                              .where(m.Membership.user_id == user.id)):
+            roles[venue_id].add(Role(role))
+        return Principal(user.id, is_admin=bool(user.is_admin), verified=is_verified(user),
+                         roles={v: frozenset(r) for v, r in roles.items()})
+
+    def account_facts(self, phase: Phase = Phase.SUBMISSION) -> Facts:
+        """Facts about the actor alone (no venue): logged in, verified, site admin."""
+        p = self.principal
+        return Facts(phase=phase, logged_in=p.user_id is not None, verified=p.verified,
+                     is_admin=p.is_admin)
+
+    def forget_roles(self) -> None:
+        """Drop the cached principal after a membership change."""
+        self.__dict__.pop("principal", None)
+
+
+class Service:
+    """Base of the services: shared state through :class:`Context`, shared helpers."""
+
+    def __init__(self, root: ReviewService) -> None:
+        self.svc = root  # the facade, to reach the other services
+        self.ctx: Context = root.ctx
+
+    @property
+    def db(self) -> Session:
+        return self.ctx.db
+
+    @property
+    def settings(self) -> Settings:
+        return self.ctx.settings
+
+    @property
+    def actor(self) -> m.User | None:
+        return self.ctx.actor
+
+    @property
+    def hasher(self):  # noqa: ANN201
+        return self.ctx.hasher
+
+    def check(self, action: Action) -> None:
+        """Ask the authority about an account-level action (no venue): raises NotAllowed."""
+        authorize(action, self.ctx.account_facts())
+
+    def _require_login(self) -> m.User:
+        """The actor, after the authority agrees they may use their own account."""
+        authorize(Action.USE_ACCOUNT, self.ctx.account_facts())
+        return self.actor  # type: ignore[return-value]
+
+    def _audit(self, venue_id: int | None, action: str, target: str = "", **detail: object) -> None:
+        kind, _, ident = target.partition(":")
+        sub_id = None
+        if kind == "submission":
+            sub_id = int(ident)
+        elif kind == "review":
+            review = self.db.get(m.Review, int(ident))
+            sub_id = review.submission_id if review else None
+        self.db.add(m.AuditEvent(venue_id=venue_id, actor_id=self.actor.id if self.actor else None,
+                                 submission_id=sub_id, action=action, target=target,
+                                 detail=json.dumps(detail, default=str)))
+
+    def _mail(self, venue_id: int | None, to: str, subject: str, body: str,
+              submission_id: int | None = None) -> None:
+        """Queue an e-mail in the outbox (sent by :meth:`Outbox.send_outbox`)."""
+        self.db.add(m.Email(venue_id=venue_id, submission_id=submission_id, to_addr=to,
+                            subject=subject, body=body))
+
+    def _commit(self) -> None:
+        try:
+            self.db.commit()
+        except IntegrityError as exc:
+            self.db.rollback()
+            raise ServiceError("that conflicts with existing data (duplicate?)") from exc
+
+    # ------------------------------------------------------------------ who is looking
+    def roles(self, venue_id: int, user_id: int | None = None) -> frozenset[Role]:
+        """The venue roles of a user (default: the actor, from the per-request principal)."""
+        if user_id is None or (self.actor is not None and user_id == self.actor.id):
+            return self.ctx.principal.roles.get(venue_id, frozenset())
+        rows = self.db.scalars(select(m.Membership.role).where(
+            m.Membership.venue_id == venue_id, m.Membership.user_id == user_id))
+        return frozenset(Role(r) for r in rows)
+
+    def viewer(self, venue: m.Venue) -> Viewer:
+        """The actor as a viewer of ``venue``."""
+        return self.ctx.principal.at(venue.id)
+
+    # ------------------------------------------------------------------ loading
+    def venue(self, venue: int | str) -> m.Venue:
+        """A venue by id or slug."""
+        if isinstance(venue, int) or (isinstance(venue, str) and venue.isdigit()):
+            v = self.db.get(m.Venue, int(venue))
+        else:
+            v = self.db.scalar(select(m.Venue).where(m.Venue.slug == venue))
+        if v is None:
+            raise NotFound("no such venue")
+        return v
+
+    def bundle(self, sub_id: int) -> Bundle:
+        """Load one submission with everything about it."""
+        sub = self.db.get(m.Submission, int(sub_id))
+        if sub is None:
+            raise NotFound("no such submission")
+        return self._bundles(self.db.get(m.Venue, sub.venue_id), [sub])[0]
+
+    def bundles(self, venue: m.Venue) -> list[Bundle]:
+        """Every submission of a venue, loaded."""
+        subs = self.db.scalars(select(m.Submission).where(
+            m.Submission.venue_id == venue.id).order_by(m.Submission.number)).all()
+        return self._bundles(venue, list(subs))
+
+    def _review_bundle(self, review_id: int) -> tuple[m.Review, Bundle]:
+        r = self.db.get(m.Review, int(review_id))
+        if r is None:
+            raise NotFound("no such review")
+        return r, self.bundle(r.submission_id)
+
+    def _bundles(self, venue: m.Venue, subs: list[m.Submission]) -> list[Bundle]:
+        ids = [s.id for s in subs]
+        if not ids:
+            return []
+        by = defaultdict(list)
+
+        def rows(model, col):  # noqa: ANN001, ANN202
+            return self.db.scalars(select(model).where(col.in_(ids))).all()
+
+        authors = defaultdict(list)
+        for a in sorted(rows(m.SubmissionAuthor, m.SubmissionAuthor.submission_id),
+                        key=lambda a: a.position):
+            authors[a.submission_id].append(a)
+        conflicts = defaultdict(set)
+        for c in rows(m.Conflict, m.Conflict.submission_id):
+            conflicts[c.submission_id].add(c.user_id)
+        assignments = defaultdict(list)
+        for a in sorted(rows(m.Assignment, m.Assignment.submission_id), key=lambda a: a.id):
+            assignments[a.submission_id].append(a)
+        reviews = rows(m.Review, m.Review.submission_id)
+        for r in sorted(reviews, key=lambda r: r.id):
+            by[r.submission_id].append(r)
+        rids = [r.id for r in reviews]
+        fb = {f.review_id: f for f in self.db.scalars(select(m.Feedback).where(
+            m.Feedback.review_id.in_(rids)))} if rids else {}
+        reb = {x.review_id: x for x in self.db.scalars(select(m.Rebuttal).where(
+            m.Rebuttal.review_id.in_(rids)))} if rids else {}
+        posts = defaultdict(list)
+        for p in sorted(rows(m.DiscussionPost, m.DiscussionPost.submission_id), key=lambda p: p.id):
+            posts[p.submission_id].append(p)
+        metas = {x.submission_id: x for x in rows(m.MetaReview, m.MetaReview.submission_id)}
+        decisions = {x.submission_id: x for x in rows(m.Decision, m.Decision.submission_id)}
+        bids = defaultdict(dict)
+        for x in rows(m.Bid, m.Bid.submission_id):
+            bids[x.submission_id][x.user_id] = x.value
+        uids = {a.user_id for v in assignments.values() for a in v} | {
+            u for v in conflicts.values() for u in v} | {p.user_id for v in posts.values()
+                                                        for p in v} | {
+            u for v in bids.values() for u in v}
+        users = {u.id: u for u in self.db.scalars(select(m.User).where(m.User.id.in_(uids)))} \
+            if uids else {}
+        out = []
+        for s in subs:
+            sub_reviews = by[s.id]
+            out.append(Bundle(
+                venue=venue, submission=s, authors=authors[s.id],
+                conflict_user_ids=conflicts[s.id], assignments=assignments[s.id],
+                reviews=sub_reviews,
+                feedback={r.id: fb[r.id] for r in sub_reviews if r.id in fb},
+                rebuttals={r.id: reb[r.id] for r in sub_reviews if r.id in reb},
+                posts=posts[s.id], meta_review=metas.get(s.id), decision=decisions.get(s.id),
+                users=users, bids=bids[s.id]))
+        return out

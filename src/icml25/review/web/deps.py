@@ -1,0 +1,139 @@
+"""Per-request dependencies: the database session, the logged-in user and the service acting as
+them (web pages: session cookie + CSRF token; API: bearer token), and page rendering helpers."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.responses import RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from sqlalchemy.orm import Session
+
+from icml25.review import models as m
+from icml25.review.errors import NotAllowed
+from icml25.review.security import new_secret, same
+from icml25.review.service import ReviewService
+from icml25.review.workflow import PHASE_LABELS, PHASE_ORDER, Phase
+
+SESSION_COOKIE = "icml25_session"
+ANON_CSRF_COOKIE = "icml25_csrf"
+FLASH_COOKIE = "icml25_flash"
+TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
+TEMPLATES.env.globals.update(PHASE_LABELS=PHASE_LABELS, PHASE_ORDER=PHASE_ORDER, Phase=Phase)
+
+
+class CsrfError(PermissionError):
+    """Missing or wrong CSRF token on a state-changing form."""
+
+
+def _db(request: Request) -> Iterator[Session]:
+    db = request.app.state.maker()
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+DB = Annotated[Session, Depends(_db)]
+
+
+class Ctx:
+    """Per-request: the service acting as the logged-in user, and the CSRF token to embed."""
+
+    def __init__(self, request: Request, db: Session) -> None:
+        base = ReviewService(db, request.app.state.settings)
+        found = base.session_user(request.cookies.get(SESSION_COOKIE))
+        self.user: m.User | None = found[0] if found else None
+        self.web_session: m.WebSession | None = found[1] if found else None
+        self.svc = base.as_user(self.user)
+        self.request = request
+        self.new_anon_csrf: str | None = None
+        if self.web_session:
+            self.csrf = self.web_session.csrf_token
+        else:
+            self.csrf = request.cookies.get(ANON_CSRF_COOKIE) or ""
+            if not self.csrf:
+                self.csrf = self.new_anon_csrf = new_secret()
+
+    @property
+    def settings(self):  # noqa: ANN201
+        return self.request.app.state.settings
+
+    @property
+    def ip(self) -> str:
+        return self.request.client.host if self.request.client else ""
+
+
+async def _ctx_dep(request: Request, db: DB) -> Ctx:
+    ctx = Ctx(request, db)
+    if request.method == "POST":
+        form = await request.form()
+        sent = form.get("csrf_token")
+        expected = (ctx.web_session.csrf_token if ctx.web_session
+                    else request.cookies.get(ANON_CSRF_COOKIE))
+        if not same(str(sent) if sent else None, expected):
+            raise CsrfError("the form's security token (CSRF) is missing or wrong; "
+                            "reload the page and try again")
+    return ctx
+
+
+C = Annotated[Ctx, Depends(_ctx_dep)]
+
+
+def render(c: Ctx, template: str, status: int = 200, **extra: Any) -> Response:
+    """Render a page with the user, CSRF token and the one-shot status message."""
+    # the message of the previous redirect travels in a cookie set by us (not in the URL, so a
+    # crafted link cannot put text into our pages)
+    msg = _unflash(c.request.cookies.get(FLASH_COOKIE))
+    resp = TEMPLATES.TemplateResponse(c.request, template, {
+        "request": c.request, "user": c.user, "csrf": c.csrf, "msg": msg, **extra},
+        status_code=status)
+    if FLASH_COOKIE in c.request.cookies:
+        resp.delete_cookie(FLASH_COOKIE)
+    if c.new_anon_csrf:
+        resp.set_cookie(ANON_CSRF_COOKIE, c.new_anon_csrf, httponly=True, samesite="lax",
+                        secure=c.settings.secure_cookies)
+    return resp
+
+
+def _unflash(value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        return base64.urlsafe_b64decode(value.encode()).decode()[:300]
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def back(url: str, msg: str) -> RedirectResponse:
+    """Redirect after a POST, carrying a one-shot status message."""
+    resp = RedirectResponse(url, status_code=303)
+    resp.set_cookie(FLASH_COOKIE, base64.urlsafe_b64encode(msg.encode()).decode(),
+                    httponly=True, samesite="lax", max_age=60)
+    return resp
+
+
+def _api_service(request: Request, db: DB) -> ReviewService:
+    """The service acting as the owner of the bearer token (no cookies: no CSRF surface)."""
+    base = ReviewService(db, request.app.state.settings)
+    auth = request.headers.get("authorization", "")
+    token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+    user = base.api_user(token)
+    if user is None:
+        raise NotAllowed("a valid personal access token is required (Authorization: Bearer)")
+    return base.as_user(user)
+
+
+S = Annotated[ReviewService, Depends(_api_service)]
+
+
+def _public_service(request: Request, db: DB) -> ReviewService:
+    """The service acting as nobody: for public reads (keys, profiles, credential checks)."""
+    return ReviewService(db, request.app.state.settings)
+
+
+P = Annotated[ReviewService, Depends(_public_service)]

@@ -1,0 +1,278 @@
+"""Typed request and response models of the web forms and the JSON API.
+
+Form models validate what a browser posts (FastAPI turns a bad field into a 400 page, never a
+500); API models are the OpenAPI schema. Views of submissions and venues are returned as the
+authority renders them (plain dicts), so their shape is documented in docs/review.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+View = dict[str, Any]  # a dict rendered by icml25.review.authority / visibility
+
+
+class _Form(BaseModel):
+    # every form carries the CSRF token (checked by the dependency before the route runs)
+    model_config = ConfigDict(extra="ignore")
+    csrf_token: str = ""
+
+
+# ---------------------------------------------------------------------- forms
+class LoginForm(_Form):
+    email: str
+    password: str
+
+
+class RegisterForm(_Form):
+    email: str
+    name: str
+    password: str
+    affiliation: str = ""
+
+
+class VenueForm(_Form):
+    slug: str
+    name: str
+    reviews_per_paper: int = Field(default=3, ge=1, le=20)
+    bidding: str = ""
+
+
+class MemberForm(_Form):
+    email: str
+    role: Literal["chair", "ac", "reviewer"]
+
+
+class AssignForm(_Form):
+    user_id: int
+    role: Literal["reviewer", "ac"] = "reviewer"
+
+
+class UserForm(_Form):
+    user_id: int
+
+
+class BidForm(_Form):
+    value: int = Field(ge=-2, le=2)
+
+
+class ReviewForm(_Form):
+    summary: str = ""
+    strengths: str = ""
+    questions: str = ""
+    weaknesses: str = ""
+    score: str = ""  # empty allowed for drafts; the service checks the range
+    confidence: str = ""
+    action: str = "submit"
+
+
+class TextForm(_Form):
+    text: str = ""
+
+
+class MetaReviewForm(_Form):
+    text: str = ""
+    recommendation: str = ""
+
+
+class DecisionForm(_Form):
+    outcome: str = ""
+
+
+class FeedbackForm(_Form):
+    comprehension: int = Field(ge=1, le=5)
+    constructiveness: int = Field(ge=1, le=5)
+    llm_suspected: str = ""
+    llm_comment: str = ""
+
+
+class AdvanceForm(_Form):
+    force: str = ""
+
+
+class TokenForm(_Form):
+    name: str
+
+
+# ---------------------------------------------------------------------- API requests
+class AuthorIn(BaseModel):
+    name: str
+    email: str
+    affiliation: str = ""
+
+
+class SubmissionIn(BaseModel):
+    title: str
+    abstract: str
+    keywords: str = ""
+    authors: list[AuthorIn]
+    declared_conflicts: str = ""
+
+
+class SubmissionEdit(BaseModel):
+    title: str | None = None
+    abstract: str | None = None
+    keywords: str | None = None
+    authors: list[AuthorIn] | None = None
+
+
+class MemberIn(BaseModel):
+    email: str
+    role: Literal["chair", "ac", "reviewer"]
+
+
+class ReviewIn(BaseModel):
+    summary: str
+    strengths: str
+    questions: str
+    weaknesses: str
+    score: int = Field(ge=1, le=10)
+    confidence: int = Field(ge=1, le=5)
+    submit: bool = True
+
+
+class FeedbackIn(BaseModel):
+    comprehension: int = Field(ge=1, le=5)
+    constructiveness: int = Field(ge=1, le=5)
+    llm_suspected: bool = False
+    llm_comment: str = ""
+
+
+class TextIn(BaseModel):
+    text: str
+
+
+class MetaIn(BaseModel):
+    text: str
+    recommendation: str
+
+
+class DecisionIn(BaseModel):
+    outcome: str
+
+
+class BidIn(BaseModel):
+    value: int = Field(ge=-2, le=2)
+
+
+class AssignIn(BaseModel):
+    user_id: int
+    role: Literal["reviewer", "ac"] = "reviewer"
+
+
+class AdvanceIn(BaseModel):
+    force: bool = False
+
+
+class ProposalIn(BaseModel):
+    objective: Literal["total", "fair"] = "total"
+    top_k: int = Field(default=50, ge=1, le=10_000)
+    bid_weight: float = 0.5
+    min_load: int = Field(default=0, ge=0)
+    affinity: Literal["tfidf", "embedding"] = "tfidf"
+
+
+class CommitIn(BaseModel):
+    pairs: list[tuple[int, int]]  # (submission id, user id)
+
+
+class PairIn(BaseModel):
+    kind: Literal["pin", "forbid", "none"]
+
+
+class RatingIn(BaseModel):
+    rating: int = Field(ge=1, le=5)
+
+
+class PaperIn(BaseModel):
+    title: str
+    abstract: str
+
+
+class ProfileIn(BaseModel):
+    public: bool
+
+
+# ---------------------------------------------------------------------- API responses
+class Ok(BaseModel):
+    ok: bool = True
+
+
+class MeOut(BaseModel):
+    id: int
+    email: str
+    name: str
+    email_verified: bool
+    profile_public: bool
+
+
+class PhaseOut(BaseModel):
+    phase: str
+
+
+class MemberOut(BaseModel):
+    user_id: int
+    role: str
+
+
+class TimelineOut(BaseModel):
+    timeline: dict[str, str]
+
+
+class NewAssignmentsOut(BaseModel):
+    new_assignments: int
+
+
+class CreatedOut(BaseModel):
+    id: int
+    number: int
+
+
+class IdOut(BaseModel):
+    id: int
+
+
+class AssignmentOut(BaseModel):
+    id: int
+    pseudonym: str
+
+
+class ReviewOut(BaseModel):
+    id: int
+    submitted: bool
+
+
+class BadgesOut(BaseModel):
+    badges: dict[str, int]
+
+
+class RowsOut(BaseModel):
+    rows: int
+
+
+class PublicKeyOut(BaseModel):
+    venue: str
+    algorithm: str
+    public_key: str
+    key_id: str
+
+
+class ProfileBadge(BaseModel):
+    venue: str
+    venue_name: str
+    badge: str
+    issued_at: str
+
+
+class ProfileOut(BaseModel):
+    reviewer_id: int
+    name: str
+    badges: list[ProfileBadge]
+
+
+class VerifyOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    valid: bool
+    reason: str | None = None
