@@ -14,7 +14,7 @@ from icml25.review.errors import NotFound, ServiceError
 from icml25.review.matching import BID_AFFINITY, assign_dense
 from icml25.review.services.base import PUBLIC_DOMAINS, Service, clean_int, clean_text, domain
 from icml25.review.visibility import Bundle
-from icml25.review.workflow import Role, pseudonym
+from icml25.review.workflow import Phase, Role, pseudonym
 
 
 class Assignments(Service):
@@ -250,12 +250,13 @@ class Assignments(Service):
     def commit_assignment(self, venue: m.Venue, pairs: list[tuple[int, int]]) -> int:
         """Write a (reviewed) proposal: assign every listed (submission id, user id) pair not
         assigned yet, all or nothing; returns the number of new assignments."""
+        viewer = self.viewer(venue)
+        authorize(Action.ASSIGN, facts_for(viewer, None, Phase(venue.phase)))
         forbidden = {(pc.submission_id, pc.user_id) for pc in self.db.scalars(
             select(m.PairConstraint).join(m.Submission, m.Submission.id ==
                                           m.PairConstraint.submission_id).where(
                 m.Submission.venue_id == venue.id, m.PairConstraint.kind == "forbid"))}
         bundles = {b.submission.id: b for b in self.bundles(venue)}
-        viewer = self.viewer(venue)
         new = 0
         try:
             for sid, uid in pairs:
