@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from icml25.core.cli_options import Compile, Device, GradAccum, MaxSeconds, Precision, PresetName
+
 app = typer.Typer(help="Algorithmic creativity: tasks, exact scorer, multi-token training and "
                        "seed-conditioning.", no_args_is_help=True)
 
@@ -125,12 +127,28 @@ def train_cmd(
         "--data", help="Folder from `data` (default: generate with --param).")] = None,
     seed_len: Annotated[int | None, typer.Option(
         help="Seed-prefix length for training (0 = no seed; default: the data's).")] = None,
-    steps: Annotated[int, typer.Option(min=1)] = 2000,
-    batch_size: Annotated[int, typer.Option(min=1)] = 64,
-    lr: Annotated[float, typer.Option(min=0.0)] = 1e-3,
-    d_model: Annotated[int, typer.Option(min=8)] = 128,
-    n_layers: Annotated[int, typer.Option(min=1)] = 4,
-    n_heads: Annotated[int, typer.Option(min=1)] = 4,
+    preset: PresetName = "cpu",
+    steps: Annotated[int | None, typer.Option(
+        min=1, help="Optimizer steps (preset cpu 2,000, paper 40,000).")] = None,
+    batch_size: Annotated[int | None, typer.Option(
+        min=1, help="Per process and micro-batch (presets: 64).")] = None,
+    lr: Annotated[float | None, typer.Option(
+        min=0.0, help="Peak learning rate (preset cpu 1e-3, paper 1e-4).")] = None,
+    warmup: Annotated[int | None, typer.Option(
+        min=0, help="Warm-up steps (preset cpu 100, paper 2,000).")] = None,
+    d_model: Annotated[int | None, typer.Option(
+        min=8, help="Width (preset cpu 128, paper 768).")] = None,
+    n_layers: Annotated[int | None, typer.Option(
+        min=1, help="Layers (preset cpu 4, paper 12).")] = None,
+    n_heads: Annotated[int | None, typer.Option(
+        min=1, help="Heads (preset cpu 4, paper 12).")] = None,
+    dropout: Annotated[float | None, typer.Option(
+        min=0.0, max=0.99, help="Dropout (preset cpu 0, paper 0.1).")] = None,
+    device: Device = "auto",
+    precision: Precision = "fp32",
+    compile: Compile = False,
+    grad_accum: GradAccum = 1,
+    max_seconds: MaxSeconds = None,
     eval_every: Annotated[int, typer.Option(min=0, help="Learning-curve interval.")] = 0,
     seed: Annotated[int, typer.Option(min=0)] = 0,
     param: Annotated[list[str] | None, typer.Option("--param")] = None,
@@ -138,6 +156,7 @@ def train_cmd(
     """Train a model from scratch; saves OUT/model (evaluate it with `evaluate OUT`)."""
     from icml25.creativity.tasks import generate, make_task
     from icml25.creativity.training import METHODS, TrainSettings, train_model
+    from icml25.nn.presets import get_preset, with_overrides
 
     _check_task(task)
     if method not in METHODS:
@@ -147,9 +166,19 @@ def train_cmd(
     else:
         t = make_task(task, seed, **_params(param or []))
         train = generate(t, seed_len=10 if seed_len is None else seed_len).train
-    settings = TrainSettings(method=method, seed_len=seed_len, steps=steps,
-                             batch_size=batch_size, lr=lr, d_model=d_model, n_layers=n_layers,
-                             n_heads=n_heads, eval_every=eval_every, seed=seed)
+    try:
+        r = with_overrides(get_preset("creativity", preset), steps=steps, batch_size=batch_size,
+                           lr=lr, warmup_steps=warmup, d_model=d_model, n_layers=n_layers,
+                           n_heads=n_heads, dropout=dropout)
+        settings = TrainSettings(
+            method=method, seed_len=seed_len, steps=r.steps, batch_size=r.batch_size, lr=r.lr,
+            warmup_steps=r.warmup_steps, weight_decay=r.weight_decay,
+            min_lr_ratio=r.min_lr_ratio, dropout=r.dropout, d_model=r.d_model,
+            n_layers=r.n_layers, n_heads=r.n_heads, eval_every=eval_every, seed=seed,
+            device=device, precision=precision, compile=compile, grad_accum_steps=grad_accum,
+            max_seconds=max_seconds)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     try:
         run = train_model(t, train, settings, out_dir=out,
                           on_eval=lambda p: _err(json.dumps(p)))
@@ -170,6 +199,7 @@ def evaluate(
     seed: Annotated[int, typer.Option(min=0)] = 0,
     answers_out: Annotated[Path | None, typer.Option("--answers", help="Save generations.")]
     = None,
+    device: Device = "auto",
 ) -> None:
     """Generate from a trained model on fresh prompts and print the creativity scores."""
     import numpy as np
@@ -190,8 +220,14 @@ def evaluate(
     prompts = fresh_prompts(run, n, rng)
     import torch
 
+    from icml25.nn.device import place
+
+    try:
+        where = place(run.model, device)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--device") from None
     answers = generate_answers(run, prompts, temperature=temperature, top_k=top_k,
-                               generator=torch.Generator().manual_seed(seed))
+                               generator=torch.Generator(device=where).manual_seed(seed))
     report = Scorer(run.task, run.train).score(answers, skip_errors=False).summary()
     report.update(task=run.task.name, method=run.method, seed_len=run.seed_len,
                   temperature=temperature, top_k=top_k)

@@ -42,10 +42,12 @@ from icml25.creativity.tasks import (
 )
 from icml25.mdm.objective import mask_tokens, mdm_loss
 from icml25.mdm.sampler import sample as mdm_sample
-from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
+from icml25.nn import TrainConfig, Transformer, TransformerConfig, is_main_process, train
+from icml25.nn.device import inference_batch_size, place, resolve_device
 
 METHODS = ("ntp", "teacherless", "diffusion")
 IGNORE = -100
+GENERATE_BATCH = 512  # prompts per forward pass on the CPU (on a GPU: what fits)
 
 
 class Vocab:
@@ -150,15 +152,35 @@ class TrainSettings:
     lr: float = 1e-3
     warmup_steps: int = 100
     weight_decay: float = 0.01
+    min_lr_ratio: float = 0.1  # 1.0: constant lr after the warm-up (the paper's schedule)
+    dropout: float = 0.0
     seed: int = 0
     eval_every: int = 0  # >0: score generations every N steps (learning curve)
     eval_n: int = 256
+    # Where and how: as in icml25.nn.TrainConfig.
+    device: str = "auto"
+    precision: str = "fp32"
+    compile: bool = False
+    grad_accum_steps: int = 1
+    max_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.seed_len is not None and self.seed_len < 0:
             raise ValueError("seed_len must be >= 0")
+        self.train_config(out_dir=None)  # device, precision, ... are checked here, once
+
+    def train_config(self, out_dir: str | Path | None) -> TrainConfig:
+        return TrainConfig(
+            steps=self.steps, batch_size=self.batch_size, lr=self.lr,
+            warmup_steps=min(self.warmup_steps, self.steps), weight_decay=self.weight_decay,
+            min_lr_ratio=self.min_lr_ratio, seed=self.seed,
+            log_every=self.eval_every or max(self.steps // 20, 1),
+            checkpoint_every=max(self.steps, 1),
+            out_dir=str(out_dir) if out_dir is not None else None, device=self.device,
+            precision=self.precision, compile=self.compile,
+            grad_accum_steps=self.grad_accum_steps, max_seconds=self.max_seconds)
 
 
 def reseed(examples: Sequence[Example], seed_len: int | None,
@@ -245,11 +267,16 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     seq_len = max(width, seed_len + 1 + task.answer_len - (1 if causal else 0))
     model = Transformer(TransformerConfig(
         vocab_size=len(vocab), seq_len=seq_len, d_model=s.d_model, n_layers=s.n_layers,
-        n_heads=s.n_heads, causal=causal))
+        n_heads=s.n_heads, causal=causal, dropout=s.dropout))
     n_rows = next(iter(rows.values())).shape[0]
+    cfg = s.train_config(out_dir)
+    # The rows move to the device once; a step draws its indices on the CPU (reproducible on
+    # every device) and gathers there.
+    device = resolve_device(cfg.device)
+    rows = {k: v.to(device) for k, v in rows.items()}
 
     def batch_fn(step: int, gen: torch.Generator, rank: int):
-        idx = torch.randint(n_rows, (s.batch_size,), generator=gen)
+        idx = torch.randint(n_rows, (s.batch_size,), generator=gen).to(device)
         if causal:
             return rows["inputs"][idx], rows["targets"][idx]
         tokens, maskable = rows["tokens"][idx], rows["maskable"][idx]
@@ -276,21 +303,17 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
         # A model without seeds decoded greedily repeats one answer: sample it at T = 1.
         temp = 1.0 if (seed_len == 0 or not causal) else 0.0
         report = evaluate_model(run, scorer=scorer, n=s.eval_n, rng=eval_rng, temperature=temp)
+        model.train()  # decoding switched dropout off; training goes on
         point = {"step": row["step"], "loss": row["loss"], **report}
         run.curve.append(point)
         if on_eval:
             on_eval(point)
 
-    cfg = TrainConfig(steps=s.steps, batch_size=s.batch_size, lr=s.lr,
-                      warmup_steps=min(s.warmup_steps, s.steps), weight_decay=s.weight_decay,
-                      seed=s.seed, log_every=s.eval_every or max(s.steps // 20, 1),
-                      checkpoint_every=max(s.steps, 1),
-                      out_dir=str(out_dir) if out_dir is not None else None)
     start = time.perf_counter()
     train(model, loss_fn, batch_fn, cfg, resume=False, on_log=log_row)
     run.seconds = time.perf_counter() - start
     model.eval()
-    if out_dir is not None:
+    if out_dir is not None and is_main_process():
         run.save(Path(out_dir) / "model")
     return run
 
@@ -308,20 +331,25 @@ def fresh_prompts(run: Run, n: int, rng: np.random.Generator) -> list[str]:
 def generate_answers(run: Run, prompts: Sequence[str], *, temperature: float = 0.0,
                      top_k: int | None = None, diffusion_steps: int | None = None,
                      generator: torch.Generator | None = None,
-                     batch_size: int = 512) -> list[str]:
+                     batch_size: int | None = None, device: str | None = None) -> list[str]:
     """One answer per prompt: greedy at ``temperature=0``, else sampled (``top_k`` optional;
-    off by default). Diffusion models fill the answer span with ``icml25.mdm.sample``."""
+    off by default). Diffusion models fill the answer span with ``icml25.mdm.sample``.
+
+    ``device`` moves the model there first (default: where it is); ``batch_size`` defaults to
+    what suits it (512 on the CPU). Draws are made where ``generator`` lives."""
     if temperature < 0:
         raise ValueError("temperature must be >= 0")
     if top_k is not None and top_k < 1:
         raise ValueError("top_k must be >= 1 (or None for no top-k)")
+    where = place(run.model, device)
+    batch_size = batch_size or inference_batch_size(run.model, where, GENERATE_BATCH)
     out: list[str] = []
     for i in range(0, len(prompts), batch_size):
         chunk = [parse_line(p) for p in prompts[i:i + batch_size]]
         ids = [run.vocab.prompt(e.seed, e.marker) for e in chunk]
         if len({len(x) for x in ids}) != 1:
             raise ValueError("all prompts of a batch must have the same length")
-        x = torch.tensor(ids)
+        x = torch.tensor(ids, device=where)
         if run.method == "diffusion":
             out += _fill(run, x, temperature, diffusion_steps, generator)
         else:
@@ -341,7 +369,7 @@ def _decode(run: Run, x: torch.Tensor, temperature: float, top_k: int | None,
     model.eval()
     banned = _banned(vocab)
     p = x.shape[1]
-    done = torch.zeros(x.shape[0], dtype=torch.bool)
+    done = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
     for _ in range(run.task.answer_len):
         logits = model(x)[:, -1].float()
         logits[:, banned] = float("-inf")
@@ -352,7 +380,9 @@ def _decode(run: Run, x: torch.Tensor, temperature: float, top_k: int | None,
             if top_k is not None and top_k < logits.shape[-1]:
                 kth = logits.topk(top_k, dim=-1).values[:, -1:]
                 logits = logits.masked_fill(logits < kth, float("-inf"))
-            nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(1)
+            where = generator.device if generator is not None else x.device
+            probs = logits.softmax(-1).to(where)
+            nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1).to(x.device)
         nxt = torch.where(done, torch.full_like(nxt, vocab.end), nxt)
         x = torch.cat([x, nxt[:, None]], 1)
         done |= nxt == vocab.end
@@ -365,7 +395,7 @@ def _fill(run: Run, x: torch.Tensor, temperature: float, steps: int | None,
           generator: torch.Generator | None) -> list[str]:
     vocab, length = run.vocab, run.model.cfg.seq_len
     p = x.shape[1]
-    tokens = torch.full((x.shape[0], length), vocab.pad, dtype=torch.long)
+    tokens = torch.full((x.shape[0], length), vocab.pad, dtype=torch.long, device=x.device)
     tokens[:, :p] = x
     maskable = torch.zeros_like(tokens, dtype=torch.bool)
     maskable[:, p:] = True
@@ -377,8 +407,10 @@ def _fill(run: Run, x: torch.Tensor, temperature: float, steps: int | None,
 
 def evaluate_model(run: Run, *, scorer: Scorer | None = None, n: int = 1024,
                    temperature: float | None = None, top_k: int | None = None,
-                   rng: np.random.Generator | None = None, seed: int = 0) -> dict:
-    """Score ``n`` generations, one per fresh test prompt.
+                   rng: np.random.Generator | None = None, seed: int = 0,
+                   device: str | None = None) -> dict:
+    """Score ``n`` generations, one per fresh test prompt, made on ``device`` (default: where
+    the model is; its random draws are made there too).
 
     Default decoding: greedy for causal models (seed-conditioning; a model trained without seeds
     is then deterministic, so pass a temperature), temperature 1 for diffusion models.
@@ -388,7 +420,8 @@ def evaluate_model(run: Run, *, scorer: Scorer | None = None, n: int = 1024,
     if temperature is None:
         temperature = 1.0 if run.method == "diffusion" else 0.0
     prompts = fresh_prompts(run, n, rng)
-    gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
+    where = place(run.model, device)
+    gen = torch.Generator(device=where).manual_seed(int(rng.integers(2**31)))
     answers = generate_answers(run, prompts, temperature=temperature, top_k=top_k,
                                generator=gen)
     report = scorer.score(answers, skip_errors=False).summary()  # empty output = incoherent

@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from icml25.core.cli_options import Compile, Device, GradAccum, MaxSeconds, Precision, PresetName
+
 app = typer.Typer(help="Masked diffusion with adaptive unmasking (Sudoku, Zebra).",
                   no_args_is_help=True)
 
@@ -22,6 +24,16 @@ def _err(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
+def _place(net, device: str) -> None:
+    """Move a loaded model to ``--device``, or say clearly why not."""
+    from icml25.nn.device import place
+
+    try:
+        place(net, device)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--device") from None
+
+
 @app.command()
 def solve(
     puzzle: Annotated[str | None, typer.Argument(help="81 characters, 0 or . for blanks.")] = None,
@@ -29,8 +41,11 @@ def solve(
     planner: Planner = "top_margin",
     steps: Annotated[int, typer.Option(min=1, help="Reverse (sampling) steps.")] = 50,
     model: Annotated[Path | None, typer.Option(help="Model folder (default: shipped).")] = None,
-    batch_size: Annotated[int, typer.Option(min=1)] = 500,
+    batch_size: Annotated[int | None, typer.Option(
+        min=1, help="Puzzles per forward pass (default: 100 on a CPU, what fits on a GPU).")]
+    = None,
     noise: Noise = 0.0,
+    device: Device = "auto",
 ) -> None:
     """Solve puzzles: one output line per input line (the solution or `error: ...`)."""
     from icml25.mdm.planners import PLANNERS
@@ -53,6 +68,7 @@ def solve(
     except FileNotFoundError as exc:
         _err(f"error: {exc}")
         raise typer.Exit(2) from None
+    _place(net, device)
     start = time.perf_counter()
     results = solve_sudoku(lines, planner=planner, steps=steps, model=net, batch_size=batch_size,
                            noise=noise)
@@ -115,13 +131,27 @@ def train(
     n_puzzles: Annotated[int, typer.Option(help="Base puzzles to generate when no --data.")] = 2000,
     out: Annotated[Path, typer.Option("--out", help="Run folder (resumes if it has a checkpoint).")]
     = Path("runs/sudoku"),
-    steps: Annotated[int, typer.Option(min=1)] = 20_000,
-    batch_size: Annotated[int, typer.Option(min=1)] = 128,
-    lr: float = 1e-3,
-    warmup: int = 500,
-    d_model: int = 128,
-    n_layers: int = 4,
-    n_heads: int = 4,
+    preset: PresetName = "cpu",
+    steps: Annotated[int | None, typer.Option(
+        min=1, help="Optimizer steps (preset cpu 20,000; paper: Sudoku 4.2M, Zebra 3.5M).")] = None,
+    batch_size: Annotated[int | None, typer.Option(
+        min=1, help="Per process and micro-batch (presets: 128).")] = None,
+    lr: Annotated[float | None, typer.Option(help="Peak learning rate (presets: 1e-3).")] = None,
+    warmup: Annotated[int | None, typer.Option(
+        min=0, help="Warm-up steps (presets: 500).")] = None,
+    d_model: Annotated[int | None, typer.Option(
+        help="Width (preset cpu 128; paper: Sudoku 384, Zebra 512).")] = None,
+    n_layers: Annotated[int | None, typer.Option(
+        help="Layers (preset cpu 4; paper: Sudoku 3, Zebra 6).")] = None,
+    n_heads: Annotated[int | None, typer.Option(
+        help="Heads (preset cpu 4; paper: Sudoku 12, Zebra 8).")] = None,
+    dropout: Annotated[float | None, typer.Option(
+        min=0.0, max=0.99, help="Dropout (preset cpu 0, paper 0.1).")] = None,
+    device: Device = "auto",
+    precision: Precision = "fp32",
+    compile: Compile = False,
+    grad_accum: GradAccum = 1,
+    max_seconds: MaxSeconds = None,
     weighting: Annotated[str, typer.Option(help="elbo | none")] = "elbo",
     min_mask_rate: Annotated[float, typer.Option(
         min=0.0, max=1.0, help="Zebra: draw masking rates from (this, 1] (1 masks every answer "
@@ -154,14 +184,26 @@ def train(
     )
     from icml25.mdm.zebra_mdm import default_model_config as zebra_model_config
     from icml25.mdm.zebra_mdm import train_zebra
-    from icml25.nn import TrainConfig
+    from icml25.nn import TrainConfig, is_main_process
+    from icml25.nn.presets import get_preset, with_overrides
 
     if task not in ("sudoku", "zebra"):
         raise typer.BadParameter("sudoku or zebra", param_hint="--task")
-    cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, warmup_steps=warmup,
-                      checkpoint_every=checkpoint_every, log_every=100, seed=seed,
-                      out_dir=str(out))
-    sizes = dict(d_model=d_model, n_layers=n_layers, n_heads=n_heads)
+    try:
+        recipe = with_overrides(get_preset(f"mdm-{task}", preset), steps=steps,
+                                batch_size=batch_size, lr=lr, warmup_steps=warmup,
+                                d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+                                dropout=dropout)
+        cfg = TrainConfig(steps=recipe.steps, batch_size=recipe.batch_size, lr=recipe.lr,
+                          warmup_steps=recipe.warmup_steps, weight_decay=recipe.weight_decay,
+                          min_lr_ratio=recipe.min_lr_ratio, checkpoint_every=checkpoint_every,
+                          log_every=100, seed=seed, out_dir=str(out), device=device,
+                          precision=precision, compile=compile, grad_accum_steps=grad_accum,
+                          max_seconds=max_seconds)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    sizes = dict(d_model=recipe.d_model, n_layers=recipe.n_layers, n_heads=recipe.n_heads,
+                 dropout=recipe.dropout)
     if positions is not None:
         if positions not in ("learned", "rotary"):
             raise typer.BadParameter("learned or rotary", param_hint="--positions")
@@ -217,11 +259,16 @@ def train(
             check_init(model_cfg)
             model, log = train_sudoku(puzzles, solutions, cfg, model_cfg, weighting=weighting,
                                       on_log=show, init=start)
+    if not is_main_process():
+        return  # every rank trained; rank 0 alone writes
     final = out / "model"
     model.save(final, extra={"task": task, "weighting": weighting, "min_mask_rate": min_mask_rate,
                              "autoregressive": autoregressive})
     write_training_card(final, "icml25 mdm train " + " ".join(sys.argv[3:]), log,
-                        {"base_puzzles": len(puzzles), "params": model.num_params()})
+                        {"base_puzzles": len(puzzles), "params": model.num_params(),
+                         "preset": preset, "device": device, "precision": precision,
+                         "grad_accum_steps": grad_accum, "compile": compile,
+                         "stopped_early": bool(log) and log[-1]["step"] < cfg.steps})
     _err(f"saved {final}")
 
 
@@ -266,6 +313,10 @@ def evaluate(
         exists=True, dir_okay=False,
         help="Evaluate on this .npz / .jsonl (from `generate`) instead of generating N puzzles.")]
     = None,
+    device: Device = "auto",
+    batch_size: Annotated[int | None, typer.Option(
+        min=1, help="Puzzles per forward pass (default: Sudoku 100 / Zebra 256 on a CPU, what "
+                    "fits on a GPU).")] = None,
 ) -> None:
     """Fully-solved rate per planner on held-out puzzles (JSON)."""
     from icml25.mdm import sudoku, zebra
@@ -280,15 +331,18 @@ def evaluate(
     except FileNotFoundError as exc:
         _err(f"error: {exc}")
         raise typer.Exit(2) from None
+    _place(net, device)
     names = planners.split(",")
     if task == "zebra":
         puzzles = (zebra.load_puzzles(data) if data is not None
                    else zebra.generate_dataset(n, seed=seed))
-        report = evaluate_zebra(net, puzzles, names, steps=steps, noise=noise)
+        report = evaluate_zebra(net, puzzles, names, steps=steps, noise=noise,
+                                batch_size=batch_size)
     else:
         if data is not None:
             grids, solutions = sudoku.load_dataset(data)
         else:
             grids, solutions = sudoku.generate_dataset(n, seed=seed, difficulty=difficulty)
-        report = run_eval(net, grids, solutions, names, steps=steps or 50, noise=noise)
+        report = run_eval(net, grids, solutions, names, steps=steps or 50, noise=noise,
+                          batch_size=batch_size)
     print(json.dumps(report, indent=2))

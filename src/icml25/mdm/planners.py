@@ -17,6 +17,12 @@ import torch
 PLANNERS = ("random", "top_prob", "top_margin", "entropy")
 
 
+def _rand(shape, generator: torch.Generator | None, like: torch.Tensor) -> torch.Tensor:
+    """Uniforms drawn where ``generator`` lives (else beside ``like``), placed beside ``like``."""
+    where = generator.device if generator is not None else like.device
+    return torch.rand(shape, generator=generator, device=where).to(like.device)
+
+
 def certainty(probs: torch.Tensor, planner: str, generator: torch.Generator | None = None):
     """Score (B, L) from probabilities (B, L, V); larger = reveal sooner."""
     if planner == "top_prob":
@@ -27,7 +33,7 @@ def certainty(probs: torch.Tensor, planner: str, generator: torch.Generator | No
     if planner == "entropy":
         return (probs * probs.clamp_min(1e-12).log()).sum(-1)
     if planner == "random":
-        return torch.rand(probs.shape[:-1], generator=generator)
+        return _rand(probs.shape[:-1], generator, probs)
     raise ValueError(f"unknown planner {planner!r}; choose one of {PLANNERS}")
 
 
@@ -45,13 +51,18 @@ def reveal_counts(n_masked: torch.Tensor, steps_left: int, mode: str = "expected
         remaining = torch.div(n_masked * (steps_left - 1), steps_left, rounding_mode="floor")
         return n_masked - remaining
     if mode == "binomial":
-        p = torch.full(n_masked.shape, 1.0 / steps_left)
-        return torch.binomial(n_masked.float(), p, generator=generator).long()
+        where = generator.device if generator is not None else n_masked.device
+        p = torch.full(n_masked.shape, 1.0 / steps_left, device=where)
+        counts = torch.binomial(n_masked.float().to(where), p, generator=generator)
+        return counts.long().to(n_masked.device)
     raise ValueError(f"mode must be 'expected' or 'binomial', got {mode!r}")
 
 
-def gumbel(shape, generator: torch.Generator | None = None) -> torch.Tensor:
-    u = torch.rand(shape, generator=generator).clamp(1e-10, 1 - 1e-10)
+def gumbel(shape, generator: torch.Generator | None = None,
+           like: torch.Tensor | None = None) -> torch.Tensor:
+    """Standard Gumbel noise of ``shape`` (beside ``like`` when given)."""
+    like = like if like is not None else torch.empty(0)
+    u = _rand(shape, generator, like).clamp(1e-10, 1 - 1e-10)
     return -torch.log(-torch.log(u))
 
 
@@ -62,9 +73,9 @@ def select_top_k(scores: torch.Tensor, eligible: torch.Tensor, k: torch.Tensor,
     Ineligible positions get -inf (never +inf: that would quietly turn Top-K into random order).
     """
     if noise:
-        scores = scores + noise * gumbel(scores.shape, generator)
+        scores = scores + noise * gumbel(scores.shape, generator, scores)
     scores = scores.masked_fill(~eligible, float("-inf"))
     order = scores.argsort(dim=1, descending=True, stable=True)
     rank = torch.empty_like(order)
-    rank.scatter_(1, order, torch.arange(scores.shape[1]).expand_as(order))
+    rank.scatter_(1, order, torch.arange(scores.shape[1], device=scores.device).expand_as(order))
     return (rank < k[:, None]) & eligible

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from icml25.mdm.planners import PLANNERS, certainty, reveal_counts, select_top_k
+from icml25.nn.device import device_of
 
 
 def _predict(model: nn.Module, x: torch.Tensor, mask_id: int, temperature: float,
@@ -22,7 +23,9 @@ def _predict(model: nn.Module, x: torch.Tensor, mask_id: int, temperature: float
     probs = logits.softmax(-1)
     if temperature > 0:
         flat = (logits / temperature).softmax(-1).flatten(0, 1)
-        values = torch.multinomial(flat, 1, generator=generator).view(x.shape)
+        where = generator.device if generator is not None else flat.device
+        values = torch.multinomial(flat.to(where), 1, generator=generator)
+        values = values.view(x.shape).to(x.device)
     else:
         values = probs.argmax(-1)
     return probs, values
@@ -50,6 +53,10 @@ def sample(
     the reveals almost at random and costs most of the gain (measured in ``docs/mdm.md``),
     so the default is none. ``k_mode``: "expected" or "binomial"
     reveal counts (default binomial for ``random`` = the vanilla sampler, expected otherwise).
+
+    The model runs where its weights are; ``tokens`` go there and the result comes back beside
+    the ``tokens`` given. Random draws happen where ``generator`` lives (make it on the model's
+    device to keep them there).
     """
     if planner not in PLANNERS:
         raise ValueError(f"unknown planner {planner!r}; choose one of {PLANNERS}")
@@ -60,7 +67,8 @@ def sample(
     k_mode = k_mode or ("binomial" if planner == "random" else "expected")
     was_training = model.training
     model.eval()
-    maskable = maskable.bool()
+    home, device = tokens.device, device_of(model)
+    tokens, maskable = tokens.to(device), maskable.to(device).bool()
     x = tokens.masked_fill(maskable, mask_id)
     masked = maskable.clone()
     n_target = maskable.sum(1)
@@ -85,4 +93,4 @@ def sample(
         _, values = _predict(model, x, mask_id, temperature, generator)
         x = torch.where(masked, values, x)
     model.train(was_training)
-    return x
+    return x.to(home)

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from icml25.mdm.sudoku_mdm import sudoku_batch
 from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
+from icml25.nn.device import device_of
 
 CELLS = 81
 IGNORE = -100
@@ -67,13 +68,15 @@ def train_sudoku_ar(puzzles: np.ndarray, solutions: np.ndarray, cfg: TrainConfig
 @torch.no_grad()
 def solve_grids_ar(model: Transformer, puzzles: np.ndarray, *, batch_size: int = 500,
                    temperature: float = 0.0, seed: int = 0) -> np.ndarray:
-    """Fill ``puzzles`` (n, 81) left to right; clues are copied, blanks decoded greedily (or
-    sampled at ``temperature``) from digits 1-9. Returns (n, 81) int8 grids."""
+    """Fill ``puzzles`` (n, 81) left to right, where the model is; clues are copied, blanks
+    decoded greedily (or sampled at ``temperature``) from digits 1-9. Returns (n, 81) int8."""
     model.eval()
-    gen = torch.Generator().manual_seed(seed)
+    device = device_of(model)
+    gen = torch.Generator(device=device).manual_seed(seed)
     out = []
     for start in range(0, len(puzzles), batch_size):
         p = torch.from_numpy(np.asarray(puzzles[start:start + batch_size], dtype=np.int64))
+        p = p.to(device)
         seq = p.clone()
         for cell in range(CELLS):
             given = p[:, cell]
@@ -88,5 +91,5 @@ def solve_grids_ar(model: Transformer, puzzles: np.ndarray, *, batch_size: int =
                     choice = logits.argmax(-1)
                 digit = torch.where(given > 0, given, choice)
             seq = torch.cat([seq, digit[:, None]], 1)
-        out.append(seq[:, CELLS:].numpy().astype(np.int8))
+        out.append(seq[:, CELLS:].cpu().numpy().astype(np.int8))
     return np.concatenate(out) if out else np.zeros((0, CELLS), np.int8)

@@ -23,11 +23,14 @@ from icml25.mdm import sudoku
 from icml25.mdm.objective import masked_diffusion_loss
 from icml25.mdm.sampler import sample
 from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
+from icml25.nn.device import inference_batch_size, place
 
 MASK = 0
-# Puzzles per forward pass when solving: 100 was 1.36x faster than 500 on 2 cores (1,000 puzzles
-# x 50 steps, benchmarks/mdm_solve_speed.py; larger activations cost page faults), 50 no faster.
+# Puzzles per forward pass when solving on the CPU: 100 was 1.36x faster than 500 on 2 cores
+# (1,000 puzzles x 50 steps, benchmarks/mdm_solve_speed.py; larger activations cost page
+# faults), 50 no faster. On a GPU, what fits its memory (``nn.inference_batch_size``).
 SOLVE_BATCH = 100
+
 
 
 def cell_groups() -> list[list[int]]:
@@ -119,38 +122,48 @@ class SolveResult:
 
 
 def solve_grids(model: Transformer, puzzles: np.ndarray, *, planner: str = "top_margin",
-                steps: int = 50, batch_size: int = SOLVE_BATCH, seed: int = 0,
-                noise: float = 0.0, remask: bool = False) -> np.ndarray:
+                steps: int = 50, batch_size: int | None = None, seed: int = 0,
+                noise: float = 0.0, remask: bool = False,
+                device: str | None = None) -> np.ndarray:
     """Fill the blanks of ``puzzles`` (n, 81) int; returns (n, 81) int8 grids.
+
+    ``device`` moves the model there first (default: where it is); ``batch_size`` defaults to
+    what suits that device (:data:`SOLVE_BATCH` on the CPU). Random draws are made on the
+    device, so a GPU's results differ from the CPU's within sampling error.
 
     A causal model is the autoregressive baseline: it fills cells in row-major order and
     ignores ``planner``, ``steps``, ``noise`` and ``remask``."""
+    where = place(model, device)
+    batch_size = batch_size or inference_batch_size(model, where, SOLVE_BATCH)
     if model.cfg.causal:
         from icml25.mdm.sudoku_ar import solve_grids_ar
 
         return solve_grids_ar(model, puzzles, batch_size=batch_size, seed=seed)
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator(device=where).manual_seed(seed)
     out = []
     for start in range(0, len(puzzles), batch_size):
         p = torch.from_numpy(np.asarray(puzzles[start:start + batch_size], dtype=np.int64))
+        p = p.to(where)
         filled = sample(model, p, p == 0, steps=steps, planner=planner, noise=noise,
                         remask=remask, mask_id=MASK, generator=gen)
-        out.append(filled.numpy().astype(np.int8))
+        out.append(filled.cpu().numpy().astype(np.int8))
     return np.concatenate(out) if out else np.zeros((0, 81), np.int8)
 
 
 def solve_sudoku(puzzles: Iterable[str] | str, planner: str = "top_margin", steps: int = 50,
-                 model: Transformer | None = None, *, batch_size: int = SOLVE_BATCH,
-                 seed: int = 0, noise: float = 0.0) -> list[SolveResult]:
+                 model: Transformer | None = None, *, batch_size: int | None = None,
+                 seed: int = 0, noise: float = 0.0,
+                 device: str | None = None) -> list[SolveResult]:
     """Solve puzzle strings (81 chars, ``0`` or ``.`` for blanks): one result per input.
 
-    Malformed puzzles get a result with ``error`` set; the others are still solved.
+    Malformed puzzles get a result with ``error`` set; the others are still solved. ``device``
+    (``cpu``, ``cuda``, ``auto``, ...) is where the model runs (default: where it is).
     """
     lines = [puzzles] if isinstance(puzzles, str) else list(puzzles)
     grids, errors = sudoku.parse_puzzles(lines)
     model = model or load_model()
     solved = solve_grids(model, grids, planner=planner, steps=steps, batch_size=batch_size,
-                         seed=seed, noise=noise)
+                         seed=seed, noise=noise, device=device)
     valid = sudoku.is_solution_of(grids, solved) if len(grids) else np.zeros(0, bool)
     results, k = [], 0
     for err in errors:
@@ -164,14 +177,17 @@ def solve_sudoku(puzzles: Iterable[str] | str, planner: str = "top_margin", step
 
 def evaluate(model: Transformer, puzzles: np.ndarray, solutions: np.ndarray,
              planners: Sequence[str] = ("random", "top_prob", "top_margin"), *,
-             steps: int = 50, seed: int = 0, noise: float = 0.0) -> dict[str, dict[str, float]]:
-    """Fully-solved rate (valid grid matching the clues), cell accuracy on blanks, 95% CI.
+             steps: int = 50, seed: int = 0, noise: float = 0.0, device: str | None = None,
+             batch_size: int | None = None) -> dict[str, dict[str, float]]:
+    """Fully-solved rate (valid grid matching the clues), cell accuracy on blanks, 95% CI;
+    ``device`` and ``batch_size`` as in :func:`solve_grids`.
 
     For a causal (autoregressive) model the report has one entry, ``autoregressive``."""
     if model.cfg.causal:
         planners = ("autoregressive",)
     return {planner: solved_report(puzzles, solutions, solve_grids(
-        model, puzzles, planner=planner, steps=steps, seed=seed, noise=noise))
+        model, puzzles, planner=planner, steps=steps, seed=seed, noise=noise, device=device,
+        batch_size=batch_size))
         for planner in planners}
 
 
@@ -213,7 +229,8 @@ def export_checkpoint(run_dir: str | Path, dest: str | Path, command: str,
     dest = Path(dest)
     model.save(dest, extra={"task": task, "step": meta["step"], "train": meta["train"]})
     total = meta["train"]["steps"]
-    seen = meta["step"] * meta["train"]["batch_size"]
+    # examples per process (batch x micro-batches); a torchrun run saw world-size times more
+    seen = meta["step"] * meta["train"]["batch_size"] * meta["train"].get("grad_accum_steps", 1)
     extra = {"step": meta["step"], "planned_steps": total, "examples_seen": seen,
              "finished": meta["step"] >= total, "params": model.num_params()}
     if started_from is not None:

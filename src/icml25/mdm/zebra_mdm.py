@@ -24,8 +24,10 @@ from icml25.mdm import zebra
 from icml25.mdm.objective import masked_diffusion_loss
 from icml25.mdm.sampler import sample
 from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
+from icml25.nn.device import inference_batch_size, place
 
 MAX_PROMPT = 220  # clue tokens a model has room for (the generator's 6 x 6 puzzles: ~140-180)
+SOLVE_BATCH = 256  # puzzles per forward pass on the CPU (on a GPU: what fits)
 QK_INIT_STD = 0.088  # ~1/sqrt(d_model): attention logits of order one at the start
 
 
@@ -118,50 +120,58 @@ def train_zebra(puzzles: Sequence[zebra.ZebraPuzzle], cfg: TrainConfig,
 
 
 def _fill_answers(model: Transformer, puzzles: Sequence[zebra.ZebraPuzzle], *, planner: str,
-                  steps: int | None, batch_size: int, seed: int, noise: float) -> np.ndarray:
+                  steps: int | None, batch_size: int | None, seed: int, noise: float,
+                  device: str | None) -> np.ndarray:
     """The sampled 36 answer tokens per puzzle ``(N, 36)``, batching puzzles by size."""
-    gen = torch.Generator().manual_seed(seed)
+    where = place(model, device)
+    batch_size = batch_size or inference_batch_size(model, where, SOLVE_BATCH)
+    gen = torch.Generator(device=where).manual_seed(seed)
     max_prompt = model.cfg.seq_len - zebra.ANSWER_LEN
     answers = np.full((len(puzzles), zebra.ANSWER_LEN), zebra.PAD, dtype=np.int64)
     for members in _size_classes(puzzles) if puzzles else []:
         for start in range(0, len(members), batch_size):
             idx = members[start:start + batch_size]
             tokens, maskable = encode_batch([puzzles[i] for i in idx], max_prompt)
-            filled = sample(model, tokens, maskable, steps=steps or zebra.ANSWER_LEN,
-                            planner=planner, noise=noise, mask_id=zebra.MASK, generator=gen)
-            answers[idx] = filled[:, :zebra.ANSWER_LEN].numpy()
+            filled = sample(model, tokens.to(where), maskable.to(where),
+                            steps=steps or zebra.ANSWER_LEN, planner=planner, noise=noise,
+                            mask_id=zebra.MASK, generator=gen)
+            answers[idx] = filled[:, :zebra.ANSWER_LEN].cpu().numpy()
     return answers
 
 
 def solve_zebra(model: Transformer, puzzles: Sequence[zebra.ZebraPuzzle], *,
-                planner: str = "top_margin", steps: int | None = None, batch_size: int = 256,
-                seed: int = 0, noise: float = 0.0) -> list[np.ndarray]:
+                planner: str = "top_margin", steps: int | None = None,
+                batch_size: int | None = None, seed: int = 0, noise: float = 0.0,
+                device: str | None = None) -> list[np.ndarray]:
     """One ``(n_houses, n_attrs)`` grid per puzzle (-1 where the model's items do not form a
     placement, see ``zebra.decode_answer``).
 
     ``steps`` defaults to one step per answer cell of the largest puzzle (36). Puzzles are
-    batched by size so rows of a batch have similar lengths.
+    batched by size so rows of a batch have similar lengths. ``device`` moves the model there
+    first (default: where it is); ``batch_size`` defaults to what suits it (256 on the CPU).
     """
     answers = _fill_answers(model, puzzles, planner=planner, steps=steps,
-                            batch_size=batch_size, seed=seed, noise=noise)
+                            batch_size=batch_size, seed=seed, noise=noise, device=device)
     return [zebra.decode_answer(a, p.n_houses, p.n_attrs)
             for a, p in zip(answers, puzzles, strict=True)]
 
 
 def evaluate_zebra(model: Transformer, puzzles: Sequence[zebra.ZebraPuzzle],
                    planners: Sequence[str] = ("random", "top_prob", "top_margin"), *,
-                   steps: int | None = None, seed: int = 0,
-                   noise: float = 0.0) -> dict[str, dict[str, float]]:
+                   steps: int | None = None, seed: int = 0, noise: float = 0.0,
+                   device: str | None = None,
+                   batch_size: int | None = None) -> dict[str, dict[str, float]]:
     """Fully-solved rate (a grid satisfying every clue, by :func:`zebra.check`), cell accuracy
     (the share of items placed in their house of the unique solution) and a 95% CI, per
     planner; ``by_size`` and ``cell_acc_by_size`` split the solved rate and the cell accuracy by
-    puzzle size (``"4x3"``: 4 houses, 3 attributes)."""
+    puzzle size (``"4x3"``: 4 houses, 3 attributes); ``device`` and ``batch_size`` as in
+    :func:`solve_zebra`."""
     report = {}
     truth = np.stack([zebra.encode(p)[1] for p in puzzles]) if puzzles else None
     sizes = [f"{p.n_houses}x{p.n_attrs}" for p in puzzles]
     for planner in planners:
-        answers = _fill_answers(model, puzzles, planner=planner, steps=steps, batch_size=256,
-                                seed=seed, noise=noise)
+        answers = _fill_answers(model, puzzles, planner=planner, steps=steps,
+                                batch_size=batch_size, seed=seed, noise=noise, device=device)
         ok = [zebra.check(p, zebra.decode_answer(a, p.n_houses, p.n_attrs))
               for a, p in zip(answers, puzzles, strict=True)]
         cell_acc = float((answers == truth)[truth != zebra.PAD].mean()) if puzzles else 0.0

@@ -9,8 +9,14 @@ from icml25.nn.device import inference_batch_size, resolve_device  # noqa: E402
 from icml25.nn.flops import matmul_peak_flops, training_flops  # noqa: E402
 from icml25.nn.model import Transformer, TransformerConfig  # noqa: E402
 from icml25.nn.precision import PRECISIONS  # noqa: E402
-from icml25.nn.trainer import TrainConfig, TrainState, cosine_lr, train  # noqa: E402
+from icml25.nn.trainer import (  # noqa: E402
+    TrainConfig,
+    TrainState,
+    cosine_lr,
+    is_main_process,
+    train,
+)
 
 __all__ = ["PRECISIONS", "TrainConfig", "TrainState", "Transformer", "TransformerConfig",
-           "cosine_lr", "inference_batch_size", "matmul_peak_flops", "resolve_device", "train",
-           "training_flops"]
+           "cosine_lr", "inference_batch_size", "is_main_process", "matmul_peak_flops",
+           "resolve_device", "train", "training_flops"]

@@ -48,6 +48,16 @@ def device_of(model: torch.nn.Module) -> torch.device:
     return next((p.device for p in model.parameters()), torch.device("cpu"))
 
 
+def place(model: torch.nn.Module, device: str | None) -> torch.device:
+    """Move ``model`` to ``device`` (a name, as in ``TrainConfig.device``) and return where it
+    is; ``None`` leaves it where it is. Inference functions' ``device=`` goes through here."""
+    if device is None:
+        return device_of(model)
+    where = resolve_device(device)
+    model.to(where)
+    return where
+
+
 def to_device(batch, device: torch.device):
     """``batch`` with every tensor on ``device`` (tuples, lists and dicts walked; anything else,
     e.g. a ``torch.Generator``, kept). A tensor already there is returned as is: no copy."""

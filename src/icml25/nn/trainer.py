@@ -104,6 +104,11 @@ def step_seed(seed: int, step: int, rank: int = 0) -> int:
     return (seed * 1_000_003 + step) * 1_009 + rank
 
 
+def is_main_process() -> bool:
+    """Rank 0 under torchrun, or a plain single process: the one that logs and writes."""
+    return os.environ.get("RANK", "0") == "0"
+
+
 def _distributed(device: torch.device) -> tuple[int, int]:
     """(rank, world size); initialises the process group under torchrun."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
