@@ -19,7 +19,7 @@ DB_OPT = typer.Option(None, "--database-url", help="default: $ICML25_DATABASE_UR
 def _settings(database_url: str | None):  # noqa: ANN202
     from icml25.core import require_extra
 
-    for mod in ("fastapi", "sqlalchemy", "alembic", "argon2"):
+    for mod in ("fastapi", "sqlalchemy", "alembic", "argon2", "pydantic_settings"):
         require_extra(mod, "review")
     from icml25.review.db import Settings
 
@@ -29,7 +29,7 @@ def _settings(database_url: str | None):  # noqa: ANN202
 def _session(settings):  # noqa: ANN001, ANN202
     from icml25.review.db import make_engine, make_sessionmaker
 
-    return make_sessionmaker(make_engine(settings.database_url))()
+    return make_sessionmaker(make_engine(settings.database_url, settings))()
 
 
 @app.command()
@@ -76,9 +76,13 @@ def demo(database_url: str | None = DB_OPT) -> None:
 
 
 @app.command()
-def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
+def serve(host: str = typer.Option("127.0.0.1", envvar="ICML25_HOST"),
+          port: int = typer.Option(8000, envvar="ICML25_PORT"),
+          workers: int = typer.Option(1, envvar="ICML25_WORKERS", help="server processes; "
+                                      "each has its own connection pool and request limit"),
           database_url: str | None = DB_OPT) -> None:
-    """Serve the web UI and API (applies migrations first)."""
+    """Serve the web UI and API (applies migrations first). Every other setting comes from
+    ``ICML25_*`` environment variables (docs/review.md, "Settings")."""
     import os
 
     from icml25.core import require_extra
