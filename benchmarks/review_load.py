@@ -5,18 +5,27 @@
 submissions (25 %) and author feedback updates (15 %). Prints p50/p95/p99 latency per kind,
 throughput and the error count. Target (issue 10): p95 < 300 ms for page views, zero errors.
 
+``--burst N``: instead of the closed loop, fire N review submissions at once (one request each,
+all in flight together) and report the status counts, the share of fast 503s (with
+``Retry-After``), the latency of the acknowledged writes and, from a separate process that
+requests ``GET /login`` every 50 ms throughout, its p95 (target, issue 22: 0 responses with
+status 500, >= 95 % acknowledged or 503, ``GET /login`` p95 < 1 s).
+
 ``--think S``: each user waits uniformly 0.5 S to 1.5 S between requests, like a person
 reading a page (locust's ``between``); the default 0 is a saturation test, in which every user
 fires its next request the moment the last one returns, so latency measures the queue.
 
     .venv/bin/python benchmarks/review_load.py            # local PostgreSQL (ICML25_TEST_PG_URL)
     .venv/bin/python benchmarks/review_load.py --users 10 --seconds 10 --workers 2
+    .venv/bin/python benchmarks/review_load.py --burst 500    # issue 22's burst target
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import multiprocessing as mp
 import os
 import random
 import re
@@ -27,6 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -132,6 +142,190 @@ async def drive(port: int, plan: dict, users: int, seconds: float,
     return lat, errors
 
 
+async def http(port: int, method: str, path: str, headers: dict[str, str] | None = None,
+               body: bytes = b"", timeout: float = 60.0) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP/1.1 request on a fresh loopback connection: (status, headers, body). A raw
+    client on purpose: with 500 requests in flight httpx's connection pool spends seconds of
+    client CPU and the benchmark would measure itself (all 200s arrived together at the end)."""
+
+    async def go() -> tuple[int, dict[str, str], bytes]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", "Connection: close",
+                     f"Content-Length: {len(body)}"]
+            lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+            await writer.drain()
+            data = await reader.read()
+        finally:
+            writer.close()
+        head, _, rest = data.partition(b"\r\n\r\n")
+        first, *rows = head.decode("latin-1").split("\r\n")
+        hdrs = {k.strip().lower(): v.strip() for k, _, v in (r.partition(":") for r in rows)}
+        return int(first.split()[1]), hdrs, rest
+
+    return await asyncio.wait_for(go(), timeout)
+
+
+def _failure(exc: BaseException) -> str:
+    return "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
+
+
+def _probe(port: int, interval: float, stop, out) -> None:  # noqa: ANN001
+    """In its own process (so the burst client's CPU does not delay it): one ``GET /login`` on
+    a fresh connection every ``interval`` s until ``stop`` is set; puts a list of
+    (start time.time(), latency s, status)."""
+
+    async def one(rows: list) -> None:
+        started, t0 = time.time(), time.perf_counter()
+        try:
+            status = (await http(port, "GET", "/login", timeout=30))[0]
+        except (OSError, TimeoutError, ValueError, IndexError) as exc:
+            status = _failure(exc)
+        rows.append((started, time.perf_counter() - t0, status))
+
+    async def run() -> list:
+        rows: list = []
+        tasks = []
+        while not stop.is_set():
+            tasks.append(asyncio.ensure_future(one(rows)))
+            await asyncio.sleep(interval)
+        await asyncio.gather(*tasks)
+        return rows
+
+    out.put(asyncio.run(run()))
+
+
+async def burst(port: int, plan: dict, n: int, timeout: float = 60.0, tag: str = "",
+                acked: list | None = None) -> dict:
+    """``n`` review submissions at once (cycling over the assigned pairs), one request each;
+    request ``i`` writes the marker ``burst{tag}-{i}`` into every text field. Returns the status
+    counts, latencies per status, the wall time, the 503s without ``Retry-After`` and
+    ``acked``: (token, submission id, marker) of every 200, appended as they arrive to the
+    list passed in, if any."""
+    statuses: Counter = Counter()
+    lat: dict[str, list[float]] = {}
+    acked = [] if acked is None else acked
+    no_retry_after = 0
+
+    async def one(i: int) -> None:
+        nonlocal no_retry_after
+        token, sid = plan["writes"][i % len(plan["writes"])]
+        marker = f"burst{tag}-{i}"
+        body = json.dumps({"summary": marker, "strengths": marker, "questions": marker,
+                           "weaknesses": marker, "score": 1 + i % 10, "confidence": 3,
+                           "submit": True}).encode()
+        t0 = time.perf_counter()
+        try:
+            status, headers, _ = await http(port, "POST", f"/api/v1/submissions/{sid}/review",
+                                            {"Authorization": f"Bearer {token}",
+                                             "Content-Type": "application/json"}, body, timeout)
+            key: int | str = status
+            if status == 503 and "retry-after" not in headers:
+                no_retry_after += 1
+            if status == 200:
+                acked.append((token, sid, marker))
+        except (OSError, TimeoutError, ValueError, IndexError) as exc:
+            key = _failure(exc)
+        statuses[key] += 1
+        lat.setdefault(str(key), []).append(time.perf_counter() - t0)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    return {"statuses": statuses, "lat": lat, "wall": time.perf_counter() - t0,
+            "no_retry_after": no_retry_after, "acked": acked}
+
+
+def run_burst(port: int, plan: dict, n: int, rounds: int = 1) -> dict:
+    """Bursts with the ``GET /login`` probe running throughout; merged figures."""
+    ctx = mp.get_context("spawn")
+    stop, out = ctx.Event(), ctx.Queue()
+    probe = ctx.Process(target=_probe, args=(port, 0.05, stop, out), daemon=True)
+    probe.start()
+    time.sleep(1.0)  # the probe process is up and probing before the burst starts
+    begin = time.time()
+    results = [asyncio.run(burst(port, plan, n, tag=str(k))) for k in range(rounds)]
+    end = time.time()
+    stop.set()
+    rows = out.get(timeout=120)
+    probe.join(timeout=30)
+    merged: dict = {"statuses": Counter(), "lat": {}, "wall": [], "no_retry_after": 0,
+                    "acked": []}
+    for r in results:
+        merged["statuses"].update(r["statuses"])
+        for k, v in r["lat"].items():
+            merged["lat"].setdefault(k, []).extend(v)
+        merged["wall"].append(r["wall"])
+        merged["no_retry_after"] += r["no_retry_after"]
+        merged["acked"] += r["acked"]
+    merged["login"] = [(lat, st) for t, lat, st in rows if begin <= t <= end]  # during bursts
+    return merged
+
+
+def report_burst(res: dict, n: int, rounds: int, workers: int,
+                 backend: str = "PostgreSQL") -> bool:
+    """Print the burst figures; True when issue 22's target is met."""
+    st, total = res["statuses"], sum(res["statuses"].values())
+    ok = sum(v for k, v in st.items() if isinstance(k, int) and 200 <= k < 300)
+    busy = st.get(503, 0)
+    lat_all = [x for v in res["lat"].values() for x in v]
+    login = [t for t, _ in res["login"]]
+    login_bad = sum(1 for _, s in res["login"] if s != 200)
+    login_p95 = float(np.percentile(login, 95)) if login else float("nan")
+    print(f"burst of {n} concurrent review submits x {rounds}, {workers} workers, {backend}: "
+          f"{total} requests in {', '.join(f'{w:.1f}' for w in res['wall'])} s")
+    print("  statuses:", ", ".join(f"{k}: {v}" for k, v in sorted(st.items(), key=str)))
+    print(f"  acknowledged {ok} ({ok / total:.0%}), 503 {busy} ({busy / total:.0%}; "
+          f"{res['no_retry_after']} without Retry-After), 500: {st.get(500, 0)}")
+    for k, v in sorted(res["lat"].items()):
+        ms = np.array(v) * 1000
+        print(f"  latency {k:>16s}: n={len(ms):4d}  p50 {np.percentile(ms, 50):7.0f} ms  "
+              f"p95 {np.percentile(ms, 95):7.0f} ms  max {ms.max():7.0f} ms")
+    print(f"  max latency of any request {max(lat_all) * 1000:.0f} ms")
+    print(f"  GET /login during the burst: n={len(login)}, p50 "
+          f"{np.percentile(login, 50) * 1000:.0f} ms, p95 {login_p95 * 1000:.0f} ms, max "
+          f"{max(login) * 1000:.0f} ms, {login_bad} not 200")
+    met = st.get(500, 0) == 0 and (ok + busy) >= 0.95 * total and login_p95 < 1.0
+    print(f"target (0 x 500, >= 95 % acknowledged or 503, /login p95 < 1 s): "
+          f"{'met' if met else 'NOT met'}")
+    return met
+
+
+def start_server(url: str, tmp: Path, workers: int, log: str = os.devnull,
+                 env: dict[str, str] | None = None) -> tuple[subprocess.Popen, int]:
+    """``icml25 review serve --workers N`` on a free loopback port, its own process group;
+    returns once every worker answers."""
+    port = _port()
+    env = dict(os.environ, ICML25_DATABASE_URL=url, ICML25_UPLOAD_DIR=str(tmp),
+               ICML25_TICK_SECONDS="0", **(env or {}))
+    icml25 = Path(sys.executable).with_name("icml25")
+    server = subprocess.Popen([str(icml25), "review", "serve", "--port", str(port),
+                               "--workers", str(workers)], env=env,
+                              stdout=subprocess.DEVNULL, start_new_session=True,
+                              stderr=open(log, "ab"))  # noqa: SIM115
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/login", timeout=1)
+            break
+        except httpx.TransportError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                kill_server(server)
+                raise RuntimeError("the server did not start") from None
+            time.sleep(0.2)
+    time.sleep(1.5 if workers > 1 else 0)  # let every worker finish starting
+    return server, port
+
+
+def kill_server(server: subprocess.Popen) -> None:
+    """SIGKILL the whole group: uvicorn's workers outlive a killed parent."""
+    try:
+        os.killpg(server.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    server.wait()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--users", type=int, default=50)
@@ -141,6 +335,9 @@ def main() -> None:
     ap.add_argument("--think", type=float, default=0.0,
                     help="mean seconds a user waits between requests (0: saturation test)")
     ap.add_argument("--server-log", default=os.devnull, help="server stderr goes here")
+    ap.add_argument("--burst", type=int, default=0, metavar="N",
+                    help="fire N review submissions at once instead of the closed loop")
+    ap.add_argument("--rounds", type=int, default=1, help="bursts, one after the other")
     args = ap.parse_args()
     name = f"icml25_review_load_{uuid.uuid4().hex[:8]}"
     admin = make_engine(PG_ADMIN).execution_options(isolation_level="AUTOCOMMIT")
@@ -151,28 +348,21 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             plan = setup(url, Path(tmp), args.papers)
-            port = _port()
-            env = dict(os.environ, ICML25_DATABASE_URL=url, ICML25_UPLOAD_DIR=tmp)
-            icml25 = Path(sys.executable).with_name("icml25")
-            server = subprocess.Popen([str(icml25), "review", "serve", "--port", str(port),
-                                       "--workers", str(args.workers)], env=env,
-                                      stdout=subprocess.DEVNULL, start_new_session=True,
-                                      stderr=open(args.server_log, "wb"))  # noqa: SIM115
-            for _ in range(300):
-                try:
-                    httpx.get(f"http://127.0.0.1:{port}/api/v1/me", timeout=1)
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.2)
-            time.sleep(2)  # let every worker finish starting
-            lat, errors = asyncio.run(drive(port, plan, args.users, args.seconds, args.think))
+            server, port = start_server(url, Path(tmp), args.workers, args.server_log)
+            if args.burst:
+                res = run_burst(port, plan, args.burst, args.rounds)
+            else:
+                lat, errors = asyncio.run(drive(port, plan, args.users, args.seconds,
+                                                args.think))
     finally:
-        if server is not None:  # the whole group: uvicorn's workers outlive a killed parent
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        if server is not None:
+            kill_server(server)
         with admin.connect() as c:
             c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+    if args.burst:
+        report_burst(res, args.burst, args.rounds, args.workers)
+        return
     total = sum(len(v) for v in lat.values())
     print(f"{args.users} users (think {args.think:g} s), {args.seconds:.0f} s, "
           f"{args.workers} workers, PostgreSQL: "

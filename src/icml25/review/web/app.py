@@ -49,7 +49,10 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.mount("/api/v1", api_app)
     _handlers(app, html=True)
     _handlers(api_app, html=False)
-    return SecurityHeaders(app, settings.max_request_bytes)  # type: ignore[return-value]
+    from icml25.review.admission import install  # bounded concurrency, fast 503 (issue 22)
+
+    return SecurityHeaders(install(app, settings),  # type: ignore[return-value]
+                           settings.max_request_bytes)
 
 
 def _advance_due_with(maker, settings: Settings) -> list[dict]:  # noqa: ANN001
