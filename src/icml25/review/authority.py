@@ -460,6 +460,15 @@ _RULES = {
 assert set(_RULES) == set(Action), "every action needs exactly one rule"
 
 
+def sees_every_submission(viewer: Viewer, phase: Phase) -> bool:
+    """Whether ``viewer`` may see submissions of the venue they neither author nor are
+    assigned to (chairs; reviewers and ACs while bidding). Lists load only what this allows;
+    :attr:`Action.VIEW_SUBMISSION` still decides each one."""
+    _note(Action.VIEW_SUBMISSION)
+    bidder = bool(viewer.venue_roles & {Role.REVIEWER, Role.AC}) and phase is Phase.BIDDING
+    return viewer.verified and (viewer.is_chair or bidder)
+
+
 def public(phase: Phase = Phase.SUBMISSION) -> None:
     """Record that a route shows nothing but public information (login page, API schema)."""
     authorize(Action.VIEW_PUBLIC, Facts(phase=phase, logged_in=False))

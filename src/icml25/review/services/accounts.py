@@ -158,12 +158,12 @@ class Accounts(Service):
         """The user and session of a cookie token, if valid and not expired."""
         if not token:
             return None
-        ws = self.db.scalar(select(m.WebSession).where(
-            m.WebSession.token_hash == token_hash(token)))
-        if ws is None or aware(ws.expires_at) < utcnow():
+        found = self.db.execute(select(m.WebSession, m.User).join(
+            m.User, m.User.id == m.WebSession.user_id).where(
+            m.WebSession.token_hash == token_hash(token))).first()
+        if found is None or aware(found[0].expires_at) < utcnow():
             return None
-        user = self.db.get(m.User, ws.user_id)
-        return (user, ws) if user else None
+        return found[1], found[0]
 
     def logout(self, token: str | None) -> None:
         """End a session."""
@@ -203,11 +203,14 @@ class Accounts(Service):
         """The user a bearer token belongs to."""
         if not secret:
             return None
-        t = self.db.scalar(select(m.ApiToken).where(m.ApiToken.token_hash == token_hash(secret)))
-        if t is None:
+        found = self.db.execute(select(m.ApiToken, m.User).join(
+            m.User, m.User.id == m.ApiToken.user_id).where(
+            m.ApiToken.token_hash == token_hash(secret))).first()
+        if found is None:
             return None
+        t, user = found
         # record use at most once a minute (no write on every API call)
         if t.last_used_at is None or aware(t.last_used_at) < utcnow() - timedelta(minutes=1):
             t.last_used_at = utcnow()
             self.db.commit()
-        return self.db.get(m.User, t.user_id)
+        return user

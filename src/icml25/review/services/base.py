@@ -15,12 +15,19 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from icml25.review import models as m
-from icml25.review.authority import Action, Facts, Principal, Viewer, authorize
+from icml25.review.authority import (
+    Action,
+    Facts,
+    Principal,
+    Viewer,
+    authorize,
+    sees_every_submission,
+)
 from icml25.review.db import Settings
 from icml25.review.errors import NotFound, ServiceError
 from icml25.review.security import make_hasher
@@ -87,6 +94,7 @@ class Context:
 
     def __init__(self, db: Session, settings: Settings, actor: m.User | None) -> None:
         self.db, self.settings, self.actor = db, settings, actor
+        self.authored: dict[int, set[int]] = {}  # venue id -> submissions the actor authors
 
     @cached_property
     def hasher(self):  # noqa: ANN201
@@ -112,8 +120,9 @@ class Context:
                      is_admin=p.is_admin)
 
     def forget_roles(self) -> None:
-        """Drop the cached principal after a membership change."""
+        """Drop the cached principal (and authorships) after a membership or author change."""
         self.__dict__.pop("principal", None)
+        self.authored.clear()
 
 
 class Service:
@@ -167,6 +176,7 @@ class Service:
                             subject=subject, body=body))
 
     def _commit(self) -> None:
+        self.ctx.authored.clear()  # a write may change who authors what
         try:
             self.db.commit()
         except IntegrityError as exc:
@@ -210,6 +220,36 @@ class Service:
             m.Submission.venue_id == venue.id).order_by(m.Submission.number)).all()
         return self._bundles(venue, list(subs))
 
+    def authored_ids(self, venue: m.Venue) -> set[int]:
+        """Ids of the venue's submissions the actor submitted or co-authors (verified)."""
+        if self.actor is None:
+            return set()
+        memo = self.ctx.authored
+        if venue.id in memo:
+            return memo[venue.id]
+        uid = self.actor.id
+        submitted = select(m.Submission.id).where(m.Submission.venue_id == venue.id,
+                                                  m.Submission.submitter_id == uid)
+        coauthored = select(m.SubmissionAuthor.submission_id).join(
+            m.Submission, m.Submission.id == m.SubmissionAuthor.submission_id).where(
+            m.Submission.venue_id == venue.id, m.SubmissionAuthor.user_id == uid)
+        memo[venue.id] = set(self.db.scalars(submitted.union(coauthored)))
+        return memo[venue.id]
+
+    def visible_candidates(self, venue: m.Venue) -> list[Bundle]:
+        """Bundles of the submissions the actor might see: every one when the authority says
+        so, else only those they author or are assigned to (the rest is never loaded)."""
+        if sees_every_submission(self.viewer(venue), Phase(venue.phase)):
+            return self.bundles(venue)
+        if self.actor is None:
+            return []
+        assigned = select(m.Assignment.submission_id).where(m.Assignment.user_id == self.actor.id)
+        ids = self.authored_ids(venue) | set(self.db.scalars(assigned))
+        subs = self.db.scalars(select(m.Submission).where(
+            m.Submission.venue_id == venue.id, m.Submission.id.in_(ids))
+            .order_by(m.Submission.number)).all() if ids else []
+        return self._bundles(venue, list(subs))
+
     def _review_bundle(self, review_id: int) -> tuple[m.Review, Bundle]:
         r = self.db.get(m.Review, int(review_id))
         if r is None:
@@ -217,49 +257,43 @@ class Service:
         return r, self.bundle(r.submission_id)
 
     def _bundles(self, venue: m.Venue, subs: list[m.Submission]) -> list[Bundle]:
+        """Load everything about ``subs`` in eight queries, whatever their number."""
         ids = [s.id for s in subs]
         if not ids:
             return []
-        by = defaultdict(list)
+        q = _BUNDLE_QUERIES
+        run = self.db.execute
 
-        def rows(model, col):  # noqa: ANN001, ANN202
-            return self.db.scalars(select(model).where(col.in_(ids))).all()
-
-        authors = defaultdict(list)
-        for a in sorted(rows(m.SubmissionAuthor, m.SubmissionAuthor.submission_id),
-                        key=lambda a: a.position):
+        authors, assignments, posts = defaultdict(list), defaultdict(list), defaultdict(list)
+        for (a,) in run(q["authors"], {"ids": ids}):
             authors[a.submission_id].append(a)
-        conflicts = defaultdict(set)
-        for c in rows(m.Conflict, m.Conflict.submission_id):
-            conflicts[c.submission_id].add(c.user_id)
-        assignments = defaultdict(list)
-        for a in sorted(rows(m.Assignment, m.Assignment.submission_id), key=lambda a: a.id):
+        for (a,) in run(q["assignments"], {"ids": ids}):
             assignments[a.submission_id].append(a)
-        reviews = rows(m.Review, m.Review.submission_id)
-        for r in sorted(reviews, key=lambda r: r.id):
-            by[r.submission_id].append(r)
-        rids = [r.id for r in reviews]
-        fb = {f.review_id: f for f in self.db.scalars(select(m.Feedback).where(
-            m.Feedback.review_id.in_(rids)))} if rids else {}
-        reb = {x.review_id: x for x in self.db.scalars(select(m.Rebuttal).where(
-            m.Rebuttal.review_id.in_(rids)))} if rids else {}
-        posts = defaultdict(list)
-        for p in sorted(rows(m.DiscussionPost, m.DiscussionPost.submission_id), key=lambda p: p.id):
+        for (p,) in run(q["posts"], {"ids": ids}):
             posts[p.submission_id].append(p)
-        metas = {x.submission_id: x for x in rows(m.MetaReview, m.MetaReview.submission_id)}
-        decisions = {x.submission_id: x for x in rows(m.Decision, m.Decision.submission_id)}
-        bids = defaultdict(dict)
-        for x in rows(m.Bid, m.Bid.submission_id):
-            bids[x.submission_id][x.user_id] = x.value
-        uids = {a.user_id for v in assignments.values() for a in v} | {
-            u for v in conflicts.values() for u in v} | {p.user_id for v in posts.values()
-                                                        for p in v} | {
-            u for v in bids.values() for u in v}
-        users = {u.id: u for u in self.db.scalars(select(m.User).where(m.User.id.in_(uids)))} \
-            if uids else {}
+        conflicts, bids = defaultdict(set), defaultdict(dict)
+        for sid, uid in run(q["conflicts"], {"ids": ids}):
+            conflicts[sid].add(uid)
+        for sid, uid, value in run(q["bids"], {"ids": ids}):
+            bids[sid][uid] = value
+        reviews, fb, reb = defaultdict(list), {}, {}
+        for r, f, x in run(q["reviews"], {"ids": ids}):
+            reviews[r.submission_id].append(r)
+            if f is not None:
+                fb[r.id] = f
+            if x is not None:
+                reb[r.id] = x
+        metas, decisions = {}, {}
+        for sid, meta, dec in run(q["outcomes"], {"ids": ids}):
+            metas[sid], decisions[sid] = meta, dec
+        uids = ({a.user_id for v in assignments.values() for a in v}
+                | {u for v in conflicts.values() for u in v}
+                | {p.user_id for v in posts.values() for p in v}
+                | {u for v in bids.values() for u in v})
+        users = ({u.id: u for (u,) in run(q["users"], {"ids": list(uids)})} if uids else {})
         out = []
         for s in subs:
-            sub_reviews = by[s.id]
+            sub_reviews = reviews[s.id]
             out.append(Bundle(
                 venue=venue, submission=s, authors=authors[s.id],
                 conflict_user_ids=conflicts[s.id], assignments=assignments[s.id],
@@ -269,3 +303,29 @@ class Service:
                 posts=posts[s.id], meta_review=metas.get(s.id), decision=decisions.get(s.id),
                 users=users, bids=bids[s.id]))
         return out
+
+
+# The bundle's statements, built once (constructing a statement costs more than running it).
+_IDS = bindparam("ids", expanding=True)
+_BUNDLE_QUERIES = {
+    "authors": select(m.SubmissionAuthor).where(m.SubmissionAuthor.submission_id.in_(_IDS))
+    .order_by(m.SubmissionAuthor.position),
+    "assignments": select(m.Assignment).where(m.Assignment.submission_id.in_(_IDS))
+    .order_by(m.Assignment.id),
+    "posts": select(m.DiscussionPost).where(m.DiscussionPost.submission_id.in_(_IDS))
+    .order_by(m.DiscussionPost.id),
+    "conflicts": select(m.Conflict.submission_id, m.Conflict.user_id)
+    .where(m.Conflict.submission_id.in_(_IDS)),
+    "bids": select(m.Bid.submission_id, m.Bid.user_id, m.Bid.value)
+    .where(m.Bid.submission_id.in_(_IDS)),
+    # each review with its (at most one) author rating and rebuttal
+    "reviews": select(m.Review, m.Feedback, m.Rebuttal)
+    .outerjoin(m.Feedback, m.Feedback.review_id == m.Review.id)
+    .outerjoin(m.Rebuttal, m.Rebuttal.review_id == m.Review.id)
+    .where(m.Review.submission_id.in_(_IDS)).order_by(m.Review.id),
+    "outcomes": select(m.Submission.id, m.MetaReview, m.Decision)
+    .outerjoin(m.MetaReview, m.MetaReview.submission_id == m.Submission.id)
+    .outerjoin(m.Decision, m.Decision.submission_id == m.Submission.id)
+    .where(m.Submission.id.in_(_IDS)),
+    "users": select(m.User).where(m.User.id.in_(_IDS)),
+}

@@ -189,7 +189,7 @@ class Submissions(Service):
         """Short views of every submission the actor may see in ``venue``."""
         viewer = self.viewer(venue)
         out = []
-        for b in self.bundles(venue):
+        for b in self.visible_candidates(venue):
             v = submission_view(viewer, b)
             if v is not None:
                 out.append(listing_item(v))

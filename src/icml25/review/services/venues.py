@@ -129,20 +129,11 @@ class Venues(Service):
         out = []
         for v in vs:
             viewer = self.viewer(v)
-            authored = self._authored_ids(v) if self.actor else set()
+            authored = self.authored_ids(v) if self.actor else set()
             if viewer.venue_roles or authored or v.phase == Phase.SUBMISSION:
                 out.append(venue_view(viewer, v, authored=bool(authored))
                            | {"n_authored": len(authored)})
         return out
-
-    def _authored_ids(self, venue: m.Venue) -> set[int]:
-        uid = self.actor.id
-        q1 = select(m.Submission.id).where(m.Submission.venue_id == venue.id,
-                                           m.Submission.submitter_id == uid)
-        q2 = select(m.SubmissionAuthor.submission_id).join(
-            m.Submission, m.Submission.id == m.SubmissionAuthor.submission_id).where(
-            m.Submission.venue_id == venue.id, m.SubmissionAuthor.user_id == uid)
-        return set(self.db.scalars(q1)) | set(self.db.scalars(q2))
 
     def _phase_facts(self, venue: m.Venue) -> PhaseFacts:
         subs = self.db.scalars(select(m.Submission).where(
@@ -265,7 +256,7 @@ class Venues(Service):
         and the submissions they may see for members and authors; admin facts for chairs."""
         self._require_login()
         viewer = self.viewer(venue)
-        out = venue_view(viewer, venue, authored=bool(self._authored_ids(venue)))
+        out = venue_view(viewer, venue, authored=bool(self.authored_ids(venue)))
         out["submissions"] = self.svc.submissions.venue_submissions(venue)
         out["can_submit"] = can(viewer, Action.SUBMIT, None, Phase(venue.phase))
         out["is_chair"] = viewer.is_chair
@@ -315,7 +306,7 @@ class Venues(Service):
             venue = self.db.get(m.Venue, vv["id"])
             viewer = self.viewer(venue)
             todo: list[str] = []
-            for b in self.bundles(venue):
+            for b in self.visible_candidates(venue):
                 f = facts_for(viewer, b)
                 n = b.submission.number
                 if can(viewer, Action.WRITE_REVIEW, b) and not f.own_review_submitted:
@@ -340,10 +331,11 @@ class Venues(Service):
     def export(self, venue: m.Venue) -> dict:
         """The venue as JSON, as the actor may see it (same visibility rules as the pages)."""
         viewer = self.viewer(venue)
-        authored = bool(self._authored_ids(venue)) if self.actor else False
+        authored = bool(self.authored_ids(venue)) if self.actor else False
         facts = facts_for(viewer, None, Phase(venue.phase), authored_in_venue=authored)
         authorize(Action.VIEW_VENUE_DETAILS, facts)
-        subs = [v for v in (submission_view(viewer, b) for b in self.bundles(venue)) if v]
+        subs = [v for v in (submission_view(viewer, b) for b in self.visible_candidates(venue))
+                if v]
         out = {"venue": venue_view(viewer, venue, authored=authored), "submissions": subs,
                "exported_at": utcnow().isoformat(), "as_user": self.actor.email if self.actor
                else None}
