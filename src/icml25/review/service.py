@@ -26,7 +26,7 @@ from icml25.review.errors import (  # noqa: F401 (re-exported: the errors servic
 )
 from icml25.review.services.accounts import Accounts
 from icml25.review.services.assignments import Assignments
-from icml25.review.services.base import Context, Service
+from icml25.review.services.base import Context, Service, UsesContext
 from icml25.review.services.outbox import Outbox
 from icml25.review.services.reviewing import Reviewing
 from icml25.review.services.rewards import Rewards
@@ -58,7 +58,7 @@ def _routing() -> dict[str, str]:
 ROUTING = _routing()
 
 
-class ReviewService:
+class ReviewService(UsesContext):
     """All actions and reads, performed as ``actor`` (None = anonymous)."""
 
     accounts: Accounts
@@ -73,18 +73,6 @@ class ReviewService:
         self.ctx = Context(db, settings, actor)
         for attr, cls in SERVICES.items():
             setattr(self, attr, cls(self))
-
-    @property
-    def db(self) -> Session:
-        return self.ctx.db
-
-    @property
-    def settings(self) -> Settings:
-        return self.ctx.settings
-
-    @property
-    def actor(self) -> m.User | None:
-        return self.ctx.actor
 
     def as_user(self, user: m.User | None) -> ReviewService:
         """The same database session and settings, acting as another user."""

@@ -125,12 +125,10 @@ class Context:
         self.authored.clear()
 
 
-class Service:
-    """Base of the services: shared state through :class:`Context`, shared helpers."""
+class UsesContext:
+    """The request's session, settings and actor, read through ``self.ctx``."""
 
-    def __init__(self, root: ReviewService) -> None:
-        self.svc = root  # the facade, to reach the other services
-        self.ctx: Context = root.ctx
+    ctx: Context
 
     @property
     def db(self) -> Session:
@@ -143,6 +141,14 @@ class Service:
     @property
     def actor(self) -> m.User | None:
         return self.ctx.actor
+
+
+class Service(UsesContext):
+    """Base of the services: shared state through :class:`Context`, shared helpers."""
+
+    def __init__(self, root: ReviewService) -> None:
+        self.svc = root  # the facade, to reach the other services
+        self.ctx = root.ctx
 
     @property
     def hasher(self):  # noqa: ANN201
