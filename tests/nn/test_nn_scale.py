@@ -69,6 +69,23 @@ def test_device_resolution_with_and_without_cuda(monkeypatch):
     assert use_fused_adamw(torch.device("cuda", 0)) and not use_fused_adamw(torch.device("cpu"))
 
 
+def test_cuda_gets_tf32_its_local_gpu_and_fused_adamw():
+    from icml25.nn.device import configure_backends
+    from icml25.nn.trainer import _optimizer
+
+    with mock.patch("torch.set_float32_matmul_precision") as tf32, \
+            mock.patch("torch.cuda.set_device") as bind:
+        configure_backends(torch.device("cpu"))
+        assert not tf32.called and not bind.called
+        configure_backends(torch.device("cuda", 1))
+        tf32.assert_called_once_with("high")
+        bind.assert_called_once_with(torch.device("cuda", 1))
+    model = toy_train.make_model()
+    cfg = TrainConfig(steps=1)
+    assert all(g["fused"] for g in _optimizer(model, cfg, torch.device("cuda", 0)).param_groups)
+    assert not any(g["fused"] for g in _optimizer(model, cfg, torch.device("cpu")).param_groups)
+
+
 def test_batches_move_once_and_tensors_already_there_are_not_copied():
     gen = torch.Generator()
     x, y = torch.zeros(2, 3), torch.ones(2)

@@ -93,7 +93,7 @@ def use_fused_adamw(device: torch.device) -> bool:
 def configure_backends(device: torch.device) -> None:
     """TF32 matmuls and convolutions on CUDA (Ampere and later); nothing elsewhere."""
     if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")  # TF32 for fp32 matmuls
         torch.backends.cudnn.allow_tf32 = True
         torch.cuda.set_device(device)
 
