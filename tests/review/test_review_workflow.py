@@ -197,6 +197,8 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
         return persona == "chair" or phase is P.NOTIFICATION
     if action is Action.VIEW_VENUE_DETAILS:
         return persona != "outsider"
+    if action is Action.VIEW_FEEDBACK_PANEL:
+        return persona.startswith("reviewer_")
     if action is Action.VIEW_FEEDBACK_AGGREGATE:
         return False  # no ratings in these facts (tested on its own below)
     if action is Action.CREATE_VENUE:

@@ -66,7 +66,8 @@ class Action(StrEnum):
     VIEW_DECISION = "view_decision"
     # venue and account level
     VIEW_VENUE_DETAILS = "view_venue_details"  # timeline, submission list: members only
-    VIEW_FEEDBACK_AGGREGATE = "view_feedback_aggregate"  # a reviewer's own aggregate
+    VIEW_FEEDBACK_PANEL = "view_feedback_panel"  # a reviewer's own feedback section
+    VIEW_FEEDBACK_AGGREGATE = "view_feedback_aggregate"  # the numbers in it
     CREATE_VENUE = "create_venue"
     USE_ACCOUNT = "use_account"  # one's own tokens, badges, papers, profile settings
     VIEW_PROFILE = "view_profile"  # someone's public reviewer profile
@@ -402,9 +403,13 @@ def _r_venue_details(f: Facts, phase: Phase, chair: bool) -> None:
     _deny("the venue's timeline and papers are shown to its members and authors")
 
 
-def _r_aggregate(f: Facts, phase: Phase, chair: bool) -> None:
+def _r_feedback_panel(f: Facts, phase: Phase, chair: bool) -> None:
     if Role.REVIEWER not in f.venue_roles:
         _deny("only reviewers receive feedback on their reviews")
+
+
+def _r_aggregate(f: Facts, phase: Phase, chair: bool) -> None:
+    _r_feedback_panel(f, phase, chair)
     if not at_least(phase, Phase.NOTIFICATION):
         _deny("feedback is shown after notification")
     if f.n_author_ratings < MIN_RATINGS_FOR_AGGREGATE:
@@ -451,6 +456,7 @@ _RULES = {
     Action.VIEW_META_REVIEW: _r_view_meta,
     Action.VIEW_DECISION: _r_view_decision,
     Action.VIEW_VENUE_DETAILS: _r_venue_details,
+    Action.VIEW_FEEDBACK_PANEL: _r_feedback_panel,
     Action.VIEW_FEEDBACK_AGGREGATE: _r_aggregate,
     Action.CREATE_VENUE: _r_create_venue,
     Action.USE_ACCOUNT: _r_anyone,

@@ -129,8 +129,9 @@ class Venues(Service):
         out = []
         for v in vs:
             viewer = self.viewer(v)
-            authored = self.authored_ids(v) if self.actor else set()
-            if viewer.venue_roles or authored or v.phase == Phase.SUBMISSION:
+            authored = self.authored_ids(v)
+            facts = facts_for(viewer, None, Phase(v.phase), authored_in_venue=bool(authored))
+            if may(Action.VIEW_VENUE_DETAILS, facts) or may(Action.SUBMIT, facts):
                 out.append(venue_view(viewer, v, authored=bool(authored))
                            | {"n_authored": len(authored)})
         return out
@@ -256,15 +257,17 @@ class Venues(Service):
         and the submissions they may see for members and authors; admin facts for chairs."""
         self._require_login()
         viewer = self.viewer(venue)
-        out = venue_view(viewer, venue, authored=bool(self.authored_ids(venue)))
+        authored = bool(self.authored_ids(venue))
+        facts = facts_for(viewer, None, Phase(venue.phase), authored_in_venue=authored)
+        out = venue_view(viewer, venue, authored=authored)
         out["submissions"] = self.svc.submissions.venue_submissions(venue)
-        out["can_submit"] = can(viewer, Action.SUBMIT, None, Phase(venue.phase))
-        out["is_chair"] = viewer.is_chair
-        if viewer.is_chair:
+        out["can_submit"] = may(Action.SUBMIT, facts)
+        out["is_chair"] = may(Action.ADVANCE_PHASE, facts)
+        if out["is_chair"]:
             nxt = next_phase(venue.phase, venue.bidding_enabled)
             out["next_phase"] = nxt.value if nxt else None
             out["next_phase_label"] = PHASE_LABELS[nxt] if nxt else None
-        if Role.REVIEWER in viewer.venue_roles:
+        if may(Action.VIEW_FEEDBACK_PANEL, facts):
             out["my_feedback"] = self.svc.reviewing.my_feedback(venue)
         return out
 
@@ -278,8 +281,9 @@ class Venues(Service):
         """Members, phase facts, ratings, outbox and audit log (chairs only)."""
         viewer = self.viewer(venue)
         authorize(Action.VIEW_ADMIN, facts_for(viewer, None, Phase(venue.phase)))
-        # a chair sees nothing of the outbox or audit log about papers they are conflicted with
-        hidden = [b.submission.id for b in self.bundles(venue) if facts_for(viewer, b).conflicted]
+        # the outbox and audit log of a paper are chair notes: a conflicted chair sees none
+        hidden = [b.submission.id for b in self.bundles(venue)
+                  if not may(Action.VIEW_CHAIR_NOTES, facts_for(viewer, b))]
         emails = self.db.scalars(select(m.Email).where(
             m.Email.venue_id == venue.id, m.Email.submission_id.is_(None)
             | m.Email.submission_id.not_in(hidden)).order_by(m.Email.id.desc()).limit(200)).all()
@@ -321,9 +325,10 @@ class Venues(Service):
                     todo.append(f"Decide submission #{n}")
                 if can(viewer, Action.BID, b) and user.id not in b.bids:
                     todo.append(f"Bid on submission #{n}")
-            if viewer.is_chair and vv["phase"] != Phase.NOTIFICATION:
+            facts = facts_for(viewer, None, Phase(venue.phase))
+            if may(Action.ADVANCE_PHASE, facts) and vv["phase"] != Phase.NOTIFICATION:
                 todo.append(f"Advance the venue when '{vv['phase_label']}' is done")
-            if vv["phase"] == Phase.SUBMISSION and not viewer.venue_roles:
+            if may(Action.SUBMIT, facts) and not vv["my_roles"]:  # a hint for newcomers
                 todo.append("Submission is open")
             out.append(vv | {"todo": todo})
         return out
@@ -342,6 +347,6 @@ class Venues(Service):
         if may(Action.VIEW_ADMIN, facts):
             out["ratings"] = self.ratings(venue)
             out["members"] = self.members(venue)
-        elif Role.REVIEWER in viewer.venue_roles:
+        elif may(Action.VIEW_FEEDBACK_PANEL, facts):
             out["my_feedback"] = self.svc.reviewing.my_feedback(venue)
         return out
