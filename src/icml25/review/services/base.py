@@ -32,7 +32,7 @@ from icml25.review.db import Settings
 from icml25.review.errors import NotFound, ServiceError
 from icml25.review.security import make_hasher
 from icml25.review.visibility import Bundle
-from icml25.review.workflow import Phase, Role
+from icml25.review.workflow import Phase, Role, at_least
 
 if TYPE_CHECKING:
     from icml25.review.service import ReviewService
@@ -215,16 +215,17 @@ class Service(UsesContext):
 
     def bundle(self, sub_id: int) -> Bundle:
         """Load one submission with everything about it."""
-        sub = self.db.get(m.Submission, int(sub_id))
-        if sub is None:
+        found = self.db.execute(_SUBMISSION_ROWS.add_columns(m.Venue).join(
+            m.Venue, m.Venue.id == m.Submission.venue_id).where(
+            m.Submission.id == int(sub_id))).first()
+        if found is None:
             raise NotFound("no such submission")
-        return self._bundles(self.db.get(m.Venue, sub.venue_id), [sub])[0]
+        return self._bundles(found[3], [found[:3]])[0]
 
     def bundles(self, venue: m.Venue) -> list[Bundle]:
         """Every submission of a venue, loaded."""
-        subs = self.db.scalars(select(m.Submission).where(
-            m.Submission.venue_id == venue.id).order_by(m.Submission.number)).all()
-        return self._bundles(venue, list(subs))
+        return self._bundles(venue, self.db.execute(_SUBMISSION_ROWS.where(
+            m.Submission.venue_id == venue.id).order_by(m.Submission.number)).all())
 
     def authored_ids(self, venue: m.Venue) -> set[int]:
         """Ids of the venue's submissions the actor submitted or co-authors (verified)."""
@@ -251,10 +252,10 @@ class Service(UsesContext):
             return []
         assigned = select(m.Assignment.submission_id).where(m.Assignment.user_id == self.actor.id)
         ids = self.authored_ids(venue) | set(self.db.scalars(assigned))
-        subs = self.db.scalars(select(m.Submission).where(
+        rows = self.db.execute(_SUBMISSION_ROWS.where(
             m.Submission.venue_id == venue.id, m.Submission.id.in_(ids))
             .order_by(m.Submission.number)).all() if ids else []
-        return self._bundles(venue, list(subs))
+        return self._bundles(venue, rows)
 
     def _review_bundle(self, review_id: int) -> tuple[m.Review, Bundle]:
         r = self.db.get(m.Review, int(review_id))
@@ -262,11 +263,15 @@ class Service(UsesContext):
             raise NotFound("no such review")
         return r, self.bundle(r.submission_id)
 
-    def _bundles(self, venue: m.Venue, subs: list[m.Submission]) -> list[Bundle]:
-        """Load everything about ``subs`` in eight queries, whatever their number."""
-        ids = [s.id for s in subs]
-        if not ids:
+    def _bundles(self, venue: m.Venue, rows) -> list[Bundle]:  # noqa: ANN001
+        """Bundles of (submission, meta-review, decision) rows: six more queries (seven from
+        the discussion phase on), whatever their number."""
+        if not rows:
             return []
+        subs = [r[0] for r in rows]
+        metas = {r[0].id: r[1] for r in rows}
+        decisions = {r[0].id: r[2] for r in rows}
+        ids = [s.id for s in subs]
         q = _BUNDLE_QUERIES
         run = self.db.execute
 
@@ -275,8 +280,9 @@ class Service(UsesContext):
             authors[a.submission_id].append(a)
         for (a,) in run(q["assignments"], {"ids": ids}):
             assignments[a.submission_id].append(a)
-        for (p,) in run(q["posts"], {"ids": ids}):
-            posts[p.submission_id].append(p)
+        if at_least(venue.phase, Phase.DISCUSSION):  # no post exists before
+            for (p,) in run(q["posts"], {"ids": ids}):
+                posts[p.submission_id].append(p)
         conflicts, bids = defaultdict(set), defaultdict(dict)
         for sid, uid in run(q["conflicts"], {"ids": ids}):
             conflicts[sid].add(uid)
@@ -289,9 +295,6 @@ class Service(UsesContext):
                 fb[r.id] = f
             if x is not None:
                 reb[r.id] = x
-        metas, decisions = {}, {}
-        for sid, meta, dec in run(q["outcomes"], {"ids": ids}):
-            metas[sid], decisions[sid] = meta, dec
         uids = ({a.user_id for v in assignments.values() for a in v}
                 | {u for v in conflicts.values() for u in v}
                 | {p.user_id for v in posts.values() for p in v}
@@ -311,6 +314,10 @@ class Service(UsesContext):
         return out
 
 
+# submissions with their (at most one) meta-review and decision
+_SUBMISSION_ROWS = (select(m.Submission, m.MetaReview, m.Decision)
+                    .outerjoin(m.MetaReview, m.MetaReview.submission_id == m.Submission.id)
+                    .outerjoin(m.Decision, m.Decision.submission_id == m.Submission.id))
 # The bundle's statements, built once (constructing a statement costs more than running it).
 _IDS = bindparam("ids", expanding=True)
 _BUNDLE_QUERIES = {
@@ -329,9 +336,5 @@ _BUNDLE_QUERIES = {
     .outerjoin(m.Feedback, m.Feedback.review_id == m.Review.id)
     .outerjoin(m.Rebuttal, m.Rebuttal.review_id == m.Review.id)
     .where(m.Review.submission_id.in_(_IDS)).order_by(m.Review.id),
-    "outcomes": select(m.Submission.id, m.MetaReview, m.Decision)
-    .outerjoin(m.MetaReview, m.MetaReview.submission_id == m.Submission.id)
-    .outerjoin(m.Decision, m.Decision.submission_id == m.Submission.id)
-    .where(m.Submission.id.in_(_IDS)),
     "users": select(m.User).where(m.User.id.in_(_IDS)),
 }
