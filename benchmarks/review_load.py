@@ -18,6 +18,7 @@ fires its next request the moment the last one returns, so latency measures the 
     .venv/bin/python benchmarks/review_load.py            # local PostgreSQL (ICML25_TEST_PG_URL)
     .venv/bin/python benchmarks/review_load.py --users 10 --seconds 10 --workers 2
     .venv/bin/python benchmarks/review_load.py --burst 500    # issue 22's burst target
+    .venv/bin/python benchmarks/review_load.py --burst 500 --sqlite
 """
 
 from __future__ import annotations
@@ -258,7 +259,8 @@ def run_burst(port: int, plan: dict, n: int, rounds: int = 1) -> dict:
         merged["wall"].append(r["wall"])
         merged["no_retry_after"] += r["no_retry_after"]
         merged["acked"] += r["acked"]
-    merged["login"] = [(lat, st) for t, lat, st in rows if begin <= t <= end]  # during bursts
+    # the probes in flight at any time during the bursts
+    merged["login"] = [(lat, st) for t, lat, st in rows if t <= end and t + lat >= begin]
     return merged
 
 
@@ -271,7 +273,8 @@ def report_burst(res: dict, n: int, rounds: int, workers: int,
     lat_all = [x for v in res["lat"].values() for x in v]
     login = [t for t, _ in res["login"]]
     login_bad = sum(1 for _, s in res["login"] if s != 200)
-    login_p95 = float(np.percentile(login, 95)) if login else float("nan")
+    login = login or [float("nan")]
+    login_p95 = float(np.percentile(login, 95))
     print(f"burst of {n} concurrent review submits x {rounds}, {workers} workers, {backend}: "
           f"{total} requests in {', '.join(f'{w:.1f}' for w in res['wall'])} s")
     print("  statuses:", ", ".join(f"{k}: {v}" for k, v in sorted(st.items(), key=str)))
@@ -338,15 +341,21 @@ def main() -> None:
     ap.add_argument("--burst", type=int, default=0, metavar="N",
                     help="fire N review submissions at once instead of the closed loop")
     ap.add_argument("--rounds", type=int, default=1, help="bursts, one after the other")
+    ap.add_argument("--sqlite", action="store_true",
+                    help="a SQLite file instead of PostgreSQL (ICML25_TEST_PG_URL)")
     args = ap.parse_args()
+    backend = "SQLite" if args.sqlite else "PostgreSQL"
     name = f"icml25_review_load_{uuid.uuid4().hex[:8]}"
-    admin = make_engine(PG_ADMIN).execution_options(isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    url = re.sub(r"/[^/]*$", f"/{name}", PG_ADMIN)
+    admin = None
+    if not args.sqlite:
+        admin = make_engine(PG_ADMIN).execution_options(isolation_level="AUTOCOMMIT")
+        with admin.connect() as c:
+            c.execute(text(f'CREATE DATABASE "{name}"'))
     server = None
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            url = (f"sqlite:///{Path(tmp) / 'load.sqlite3'}" if args.sqlite
+                   else re.sub(r"/[^/]*$", f"/{name}", PG_ADMIN))
             plan = setup(url, Path(tmp), args.papers)
             server, port = start_server(url, Path(tmp), args.workers, args.server_log)
             if args.burst:
@@ -354,18 +363,21 @@ def main() -> None:
             else:
                 lat, errors = asyncio.run(drive(port, plan, args.users, args.seconds,
                                                 args.think))
+            kill_server(server)
+            server = None
     finally:
         if server is not None:
             kill_server(server)
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        if admin is not None:
+            with admin.connect() as c:
+                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            admin.dispose()
     if args.burst:
-        report_burst(res, args.burst, args.rounds, args.workers)
+        report_burst(res, args.burst, args.rounds, args.workers, backend)
         return
     total = sum(len(v) for v in lat.values())
     print(f"{args.users} users (think {args.think:g} s), {args.seconds:.0f} s, "
-          f"{args.workers} workers, PostgreSQL: "
+          f"{args.workers} workers, {backend}: "
           f"{total} requests ({total / args.seconds:.0f}/s), {len(errors)} errors")
     for kind, xs in sorted(lat.items()):
         ms = np.array(xs) * 1000
