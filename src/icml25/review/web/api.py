@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from icml25.review.authority import public
 from icml25.review.web import schemas as sc
@@ -101,7 +102,8 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
              response_model=sc.Ok)
     async def upload(s: S, sid: int, request: Request) -> sc.Ok:
         # the body is already capped at max_request_bytes; the service checks the venue limit
-        s.update_submission(sid, pdf=await request.body())
+        data = await request.body()
+        await run_in_threadpool(s.update_submission, sid, pdf=data)
         return sc.Ok()
 
     @app.patch("/submissions/{sid}", summary="Edit a submission (authors, submission phase)",
@@ -226,7 +228,8 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
              response_model=sc.RowsOut)
     async def citations(s: S, slug: str, request: Request) -> sc.RowsOut:
         text = (await request.body()).decode("utf-8", errors="replace")
-        return sc.RowsOut(rows=s.import_citations(s.venue(slug), text))
+        rows = await run_in_threadpool(lambda: s.import_citations(s.venue(slug), text))
+        return sc.RowsOut(rows=rows)
 
     @app.get("/venues/{slug}/impact", summary="Reviewer impact scores (chairs)",
              response_model=list[sc.View])

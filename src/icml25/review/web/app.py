@@ -30,7 +30,7 @@ log = logging.getLogger("icml25.review")
 def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
     """Build the ASGI app (pages at /, JSON API at /api/v1)."""
     settings = settings or Settings.from_env()
-    engine = engine or make_engine(settings.database_url)
+    engine = engine or make_engine(settings.database_url, settings)
     maker = make_sessionmaker(engine)
 
     @asynccontextmanager

@@ -12,6 +12,7 @@ from fastapi import Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from icml25.review import models as m
 from icml25.review.errors import NotAllowed
@@ -69,7 +70,7 @@ class Ctx:
 
 
 async def _ctx_dep(request: Request, db: DB) -> Ctx:
-    ctx = Ctx(request, db)
+    ctx = await run_in_threadpool(Ctx, request, db)  # the session lookup, off the event loop
     if request.method == "POST":
         form = await request.form()
         sent = form.get("csrf_token")

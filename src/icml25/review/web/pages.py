@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from icml25.review.authority import Action, public
 from icml25.review.errors import LoginFailed, LoginThrottled, ServiceError, UploadError
@@ -131,9 +132,10 @@ def pages() -> APIRouter:
                     "affiliation": str(form.get(f"author_affiliation_{i}", ""))}
                    for i in range(MAX_AUTHORS)]
         data = await _read_upload(pdf, c.settings.max_request_bytes)
-        sub = c.svc.submit(c.svc.venue(slug), title=title, abstract=abstract,
-                           keywords=keywords, authors=authors,
-                           declared_conflicts=declared_conflicts, pdf=data)
+        # the database work runs in a worker thread, never on the event loop
+        sub = await run_in_threadpool(lambda: c.svc.submit(
+            c.svc.venue(slug), title=title, abstract=abstract, keywords=keywords,
+            authors=authors, declared_conflicts=declared_conflicts, pdf=data))
         return back(f"/s/{sub.id}", f"Submission #{sub.number} received.")
 
     @r.post("/v/{slug}/advance")
@@ -153,10 +155,9 @@ def pages() -> APIRouter:
 
     @r.post("/v/{slug}/timeline")
     async def timeline(c: C, slug: str) -> Response:
-        v = c.svc.venue(slug)
         form = await c.request.form()
-        c.svc.set_timeline(v, {p.value: str(form.get(f"deadline_{p.value}") or "")
-                               for p in PHASE_ORDER})
+        deadlines = {p.value: str(form.get(f"deadline_{p.value}") or "") for p in PHASE_ORDER}
+        await run_in_threadpool(lambda: c.svc.set_timeline(c.svc.venue(slug), deadlines))
         return back(f"/v/{slug}/admin", "Timeline saved.")
 
     @r.post("/v/{slug}/auto-assign")
@@ -185,7 +186,8 @@ def pages() -> APIRouter:
                    abstract: Annotated[str, Form()], keywords: Annotated[str, Form()] = "",
                    pdf: Annotated[UploadFile | None, File()] = None) -> Response:
         data = await _read_upload(pdf, c.settings.max_request_bytes)
-        c.svc.update_submission(sid, title=title, abstract=abstract, keywords=keywords, pdf=data)
+        await run_in_threadpool(c.svc.update_submission, sid, title=title, abstract=abstract,
+                                keywords=keywords, pdf=data)
         return back(f"/s/{sid}", "Submission updated.")
 
     @r.get("/s/{sid}/pdf")
