@@ -62,3 +62,25 @@ def test_graph_table_and_clear_errors(tmp_path):
     empty_col.write_text("a,b\n1,\n2,\n3,\n")
     res = CliRunner().invoke(app, ["graph", str(empty_col), "--no-figure"])
     assert res.exit_code == 2 and "no observed value" in res.output
+
+
+def test_graph_on_missing_drop_and_error(tmp_path):
+    f = tmp_path / "data.csv"
+    M = _write_chain_csv(f, n=300)
+    res = CliRunner().invoke(app, ["graph", str(f), "--no-figure", "--n-alphas", "5",
+                                   "--dropna", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["n_samples"] == int((~M.any(1)).sum())
+    assert f"dropped {int(M.any(1).sum())} of 300 rows" in res.stderr
+    res = CliRunner().invoke(app, ["graph", str(f), "--no-figure", "--on-missing", "error"])
+    assert res.exit_code == 2 and "is missing" in res.output
+
+
+def test_graph_reads_semicolon_decimal_comma(tmp_path):
+    f = tmp_path / "data.csv"
+    _write_chain_csv(f, n=300)
+    g = tmp_path / "semi.csv"
+    g.write_text(f.read_text().replace(",", ";").replace(".", ","))
+    X, names = read_csv_with_missing(g)
+    X0, _ = read_csv_with_missing(f)
+    assert names == ["a", "b", "c", "d"] and np.allclose(X, X0, equal_nan=True)

@@ -86,4 +86,28 @@ def test_evaluate_non_numeric(tmp_path):
     path.write_text("y,p\n1,2\nx,3\n4,5\n")
     res = runner.invoke(app, ["evaluate", str(path), "--outcome", "y",
                               "--prediction", "p"])
-    assert res.exit_code == 2 and "non-numeric" in res.output
+    assert res.exit_code == 2 and "line 3, column 1: 'x' is not a number" in res.output
+
+
+def test_evaluate_empty_cell_is_missing_and_can_be_dropped(tmp_path):
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=300)
+    p = 0.6 * y + rng.normal(0, 0.8, 300)
+    rows = [f"{a:.4f};{b:.4f}".replace(".", ",") for a, b in zip(y, p, strict=True)]
+    rows[4] = ";" + rows[4].split(";")[1]  # empty outcome on file line 6
+    rows[9] = rows[9].split(";")[0] + ";NA"  # NA prediction on file line 11
+    path = tmp_path / "semi.csv"
+    path.write_text("\ufeffincome;model\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    res = runner.invoke(app, ["evaluate", str(path), "--outcome", "income",
+                              "--prediction", "model", "--beta", "0.2",
+                              "--out", str(tmp_path / "f")])
+    assert res.exit_code == 2
+    assert "line 6, column 'income' is missing (an empty cell)" in res.output
+    assert "non-numeric" not in res.output and "--dropna" in res.output
+    for flags in (["--dropna"], ["--on-missing", "drop"]):
+        res = runner.invoke(app, ["evaluate", str(path), "--outcome", "income",
+                                  "--prediction", "model", "--beta", "0.2", *flags,
+                                  "--out", str(tmp_path / "f")])
+        assert res.exit_code == 0, res.output
+        assert "dropped 2 of 300 rows" in res.output and "line(s) 6, 11" in res.output
+        assert "n = 298" in res.output

@@ -17,6 +17,7 @@ from icml25.core.registry import (
 from icml25.core.report import load_results, write_report
 from icml25.core.seeding import make_rng, seed_everything
 from icml25.core.stats import clopper_pearson
+from icml25.core.table import Table, TableError, read_table
 
 __all__ = [
     "Comparison",
@@ -27,6 +28,8 @@ __all__ = [
     "MissingExtraError",
     "Outcome",
     "RunContext",
+    "Table",
+    "TableError",
     "experiment",
     "load_experiments",
     "load_results",
@@ -38,6 +41,7 @@ __all__ = [
     "run_experiment",
     "save_figure",
     "seed_everything",
+    "read_table",
     "select",
     "track",
     "write_report",

@@ -29,19 +29,30 @@ def graph(
     figure: Annotated[Path | None, typer.Option(
         help="Where to write the graph + path figure (default: <data>_graph.png).")] = None,
     no_figure: Annotated[bool, typer.Option("--no-figure", help="Skip the figure.")] = False,
+    on_missing: Annotated[str | None, typer.Option(
+        "--on-missing", help="keep (default: the estimator handles missing cells) | drop "
+                             "(complete rows only, reported) | error (fail on the first "
+                             "missing cell).")] = None,
+    dropna: Annotated[bool, typer.Option("--dropna", help="Short for --on-missing drop.")]
+    = False,
 ) -> None:
     """Estimate a sparse Gaussian graphical model from DATA without imputing it first."""
     import warnings
 
     import numpy as np
 
-    from icml25.missing_score.io import read_csv_with_missing
+    from icml25.core.table import resolve_on_missing
+    from icml25.missing_score.io import read_table_with_missing
 
     try:
-        X, names = read_csv_with_missing(data)
+        sel = read_table_with_missing(data, resolve_on_missing(on_missing, dropna,
+                                                               default="keep"))
     except (OSError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    X, names = sel.X, sel.names
+    if sel.dropped_lines:
+        typer.echo(sel.dropped_report(), err=True)
     from icml25.missing_score import MissingScoreGGM
 
     est = MissingScoreGGM(method=method, alpha=alpha, n_alphas=n_alphas, random_state=seed)

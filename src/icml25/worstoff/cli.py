@@ -88,34 +88,26 @@ def heatmap(
     typer.echo(f"wrote {path}")
 
 
-def _read_csv(path: Path, columns: list[str]) -> dict[str, list[str]]:
-    import csv
-
-    if not path.exists():
-        raise _fail(f"no such file: {path}")
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise _fail(f"{path} has no column(s) {missing}; columns are {header}")
-        data: dict[str, list[str]] = {c: [] for c in columns}
-        for row in reader:
-            for c in columns:
-                data[c].append(row[c])
-    return data
+OnMissing = Annotated[str | None, typer.Option(
+    "--on-missing", help="error | drop | keep: what to do with a row whose outcome or "
+                         "prediction cell is missing (empty, NA, NaN, null, ?). Default error.")]
+DropNA = Annotated[bool, typer.Option("--dropna", help="Short for --on-missing drop.")]
 
 
-def _floats(name: str, raw: list[str]):
-    import numpy as np
+def _read_columns(path: Path, columns: list[str], on_missing: str | None, dropna: bool):
+    """The numeric columns of a CSV/TSV/Parquet file (icml25.core.read_table), after the
+    missing-value policy; exits with a message naming line, column and value on bad input."""
+    from icml25.core.table import TableError, read_table, resolve_on_missing
 
     try:
-        arr = np.array([float(v) for v in raw])
-    except ValueError:
-        raise _fail(f"column {name!r} has non-numeric values") from None
-    if not np.isfinite(arr).all():
-        raise _fail(f"column {name!r} has missing or non-finite values")
-    return arr
+        policy = resolve_on_missing(on_missing, dropna, default="error")
+        if policy == "keep":
+            raise TableError("--on-missing keep is not supported here: recall and PAR need "
+                             "an outcome and a prediction on every row (use drop)")
+        table = read_table(path)
+        return table.numeric(columns, on_missing=policy)
+    except (OSError, ValueError) as exc:
+        raise _fail(str(exc)) from None
 
 
 @app.command()
@@ -133,6 +125,8 @@ def evaluate(
     d_r2: Annotated[float, typer.Option(help="R^2 step for PAR.")] = 0.1,
     out: Annotated[Path, typer.Option("--out", help="Folder for the figures.")] = Path(
         "worstoff-evaluation"),
+    on_missing: OnMissing = None,
+    dropna: DropNA = False,
 ) -> None:
     """Recall curves, capacity for a target recall, empirical PAR (and Delta-alpha*) for your
     own outcomes and predictions; prints a table and writes figures."""
@@ -152,10 +146,10 @@ def evaluate(
 
     beta = beta or [0.05, 0.15, 0.25]
     cols = [outcome, prediction] + ([baseline] if baseline else [])
-    raw = _read_csv(data, cols)
-    y = _floats(outcome, raw[outcome])
-    yhat = _floats(prediction, raw[prediction])
-    base = _floats(baseline, raw[baseline]) if baseline else None
+    sel = _read_columns(data, cols, on_missing, dropna)
+    y = sel.column(outcome)
+    yhat = sel.column(prediction)
+    base = sel.column(baseline) if baseline else None
     lower = not higher_is_worse
     alphas = np.round(np.arange(0.05, min(0.95, 1 - d_alpha) + 1e-9, 0.05), 2)
     grid = np.linspace(0, 1, 201)
@@ -178,6 +172,8 @@ def evaluate(
         raise _fail(str(exc)) from None
 
     console = Console()
+    if sel.dropped_lines:
+        console.print(sel.dropped_report())
     console.print(f"n = {y.size:,}, R2 = {r2:.4f}, worst-off = "
                   f"{'highest' if higher_is_worse else 'lowest'} outcomes")
     for b in beta:
