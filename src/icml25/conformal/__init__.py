@@ -7,7 +7,7 @@ otherwise). :func:`calibrate` picks lambda with the paper's rule (``bq``), confo
 (``crc``), RCPS (``rcps``) or split conformal (``split``); the estimators wrap scikit-learn models.
 """
 
-from icml25.conformal._validation import InfeasibleRiskWarning, minimum_calibration_size
+from icml25.conformal._validation import InfeasibleRiskWarning
 from icml25.conformal.calibration import (
     BatchCalibration,
     CalibrationResult,
@@ -25,8 +25,19 @@ from icml25.conformal.estimators import (
     false_negative_rate,
 )
 from icml25.conformal.posterior import RiskPosterior, uniform_order_statistics
+from icml25.conformal.rules import (
+    RULES,
+    Rule,
+    RuleSpec,
+    get_rule,
+    minimum_calibration_size,
+    register_rule,
+)
 
 __all__ = [
+    "RULES",
+    "Rule",
+    "RuleSpec",
     "BatchCalibration",
     "CalibrationResult",
     "ConformalClassifier",
@@ -39,8 +50,10 @@ __all__ = [
     "calibrate_scores",
     "crc_bound",
     "false_negative_rate",
+    "get_rule",
     "hoeffding_bentkus_pvalue",
     "minimum_calibration_size",
     "rcps_upper_bound",
+    "register_rule",
     "uniform_order_statistics",
 ]

@@ -1,13 +1,15 @@
-"""Checks at the boundary: every public entry point funnels its inputs through these."""
+"""Checks at the boundary: every public entry point funnels its inputs through these.
+
+A leaf module (numpy only): the posterior, the rules and the estimators import it, never the
+reverse.
+"""
 
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
-METHODS = ("bq", "crc", "rcps", "split")
 CONCENTRATIONS = ("hb", "hoeffding")
 DIRECTIONS = ("auto", "decreasing", "increasing")
 
@@ -37,12 +39,6 @@ def check_level(value, name: str) -> float:
     return v
 
 
-def check_method(method: str) -> str:
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    return method
-
-
 def check_concentration(concentration: str) -> str:
     if concentration not in CONCENTRATIONS:
         raise ValueError(f"concentration must be one of {CONCENTRATIONS}, got {concentration!r}")
@@ -68,41 +64,3 @@ def check_losses(losses, bound: float, ndim=(1,), name: str = "losses") -> np.nd
         raise ValueError(f"{name} must lie in [0, B] = [0, {bound:g}]; {int(bad.sum())} value(s) "
                          f"do not (e.g. {first:g}). Pass a larger bound or rescale the loss.")
     return arr
-
-
-def minimum_calibration_size(alpha: float, beta: float = 0.95, method: str = "bq",
-                             bound: float = 1.0, concentration: str = "hb") -> int:
-    """The smallest n for which the rule can succeed at all (every calibration loss 0).
-
-    * bq, and rcps with the Hoeffding–Bentkus bound: 1 - (1 - alpha/B)^n >= beta.
-    * crc and split: B / (n + 1) <= alpha.
-    * rcps with Hoeffding: B * sqrt(log(1/(1-beta)) / (2n)) <= alpha.
-    """
-    from icml25.conformal.posterior import min_n_bq
-
-    alpha, beta = check_level(alpha, "alpha"), check_level(beta, "beta")
-    bound = check_bound(bound)
-    check_method(method)
-    if method in ("crc", "split"):
-        return max(1, math.ceil(bound / alpha - 1 - 1e-9))
-    if method == "rcps" and check_concentration(concentration) == "hoeffding":
-        return max(1, math.ceil(bound**2 * math.log(1 / (1 - beta)) / (2 * alpha**2) - 1e-9))
-    return min_n_bq(alpha, beta, bound)
-
-
-def warn_infeasible(n: int, alpha: float, beta: float, method: str, bound: float,
-                    concentration: str, trivial: str, stacklevel: int = 3) -> int:
-    """Issue the documented warning; return the minimum n."""
-    n_min = minimum_calibration_size(alpha, beta, method, bound, concentration)
-    level = f" with credibility beta={beta:g}" if method in ("bq", "rcps") else ""
-    if n < n_min:
-        msg = (f"calibration set too small: method {method!r} needs at least n={n_min} "
-               f"calibration points to certify risk <= alpha={alpha:g}{level} (bound B={bound:g}) "
-               f"even if every loss were 0; got n={n}. Returning the trivial predictor "
-               f"({trivial}).")
-    else:
-        msg = (f"no lambda in the search range certifies risk <= alpha={alpha:g}{level} with "
-               f"method {method!r} on these n={n} losses (the minimum n for this request is "
-               f"{n_min}); returning the trivial predictor ({trivial}).")
-    warnings.warn(msg, InfeasibleRiskWarning, stacklevel=stacklevel)
-    return n_min

@@ -26,24 +26,14 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import special, stats
 
-from icml25.conformal._validation import (
-    DIRECTIONS,
-    check_bound,
-    check_concentration,
-    check_level,
-    check_losses,
-    check_method,
-    minimum_calibration_size,
-    warn_infeasible,
-)
-from icml25.conformal.posterior import (
-    NotTwoValuedError,
-    RiskPosterior,
-    mc_prob_below,
-    support_values,
-    uniform_order_statistics,
+from icml25.conformal._validation import DIRECTIONS, check_losses
+from icml25.conformal.posterior import NotTwoValuedError, RiskPosterior
+from icml25.conformal.rules import (
+    RuleSpec,
+    crc_bound,
+    hoeffding_bentkus_pvalue,
+    rcps_upper_bound,
 )
 
 __all__ = [
@@ -53,130 +43,12 @@ __all__ = [
     "calibrate",
     "calibrate_many",
     "calibrate_scores",
+    "calibrate_scores_spec",
+    "calibrate_spec",
     "crc_bound",
     "hoeffding_bentkus_pvalue",
     "rcps_upper_bound",
 ]
-
-_TOL = 1e-12  # slack for float comparisons of exact rational quantities such as (k+1)/(n+1)
-
-
-# --------------------------------------------------------------------------- rules
-@dataclasses.dataclass(frozen=True)
-class RuleSpec:
-    """A validated request: which rule, at what levels, with which loss bound."""
-
-    method: str = "bq"
-    alpha: float = 0.1
-    beta: float = 0.95
-    bound: float = 1.0
-    concentration: str = "hb"
-    n_draws: int = 10_000
-    random_state: int | None = 0
-    exact: bool | None = None
-    variant: str = "paper"
-
-    @classmethod
-    def make(cls, method="bq", alpha=0.1, beta=0.95, bound=1.0, concentration="hb",
-             n_draws=10_000, random_state=0, exact=None, variant="paper") -> RuleSpec:
-        if not isinstance(n_draws, int | np.integer) or n_draws < 1:
-            raise ValueError(f"n_draws must be a positive integer, got {n_draws!r}")
-        return cls(check_method(method), check_level(alpha, "alpha"), check_level(beta, "beta"),
-                   check_bound(bound), check_concentration(concentration), int(n_draws),
-                   random_state, exact, variant)
-
-    def admissible(self, losses: np.ndarray) -> np.ndarray:
-        """Bool per row of ``losses`` (r, n): does this loss vector certify risk <= alpha?"""
-        n = losses.shape[1]
-        if self.method in ("crc", "split"):
-            if self.method == "split" and not np.isin(losses, (0.0, 1.0)).all():
-                raise ValueError("method='split' needs 0/1 (miscoverage) losses; "
-                                 "use 'crc' for general bounded losses")
-            return crc_bound(losses, self.bound) <= self.alpha + _TOL
-        if self.method == "rcps":
-            mean = losses.mean(axis=1)
-            if self.concentration == "hoeffding":
-                ucb = mean + self.bound * math.sqrt(math.log(1 / (1 - self.beta)) / (2 * n))
-                return ucb <= self.alpha + _TOL
-            p = hoeffding_bentkus_pvalue(mean / self.bound, self.alpha / self.bound, n)
-            return p <= 1 - self.beta
-        return self.prob_below(losses) >= self.beta - _TOL
-
-    def prob_below(self, losses: np.ndarray) -> np.ndarray:
-        """Pr(L+ <= alpha) per row, exact where the row allows, common random numbers otherwise."""
-        post = RiskPosterior(losses, self.bound, n_draws=self.n_draws,
-                             random_state=self.random_state, exact=self.exact,
-                             variant=self.variant)
-        out = np.empty(losses.shape[0])
-        ex = post._exact
-        if ex.any():
-            out[ex] = post._exact_cdf(np.full((int(ex.sum()), 1), self.alpha), ex)[:, 0]
-        rows = np.flatnonzero(~ex)
-        if rows.size:
-            t = uniform_order_statistics(losses.shape[1], self.n_draws, self.random_state)
-            x = support_values(losses[rows], self.bound, self.variant)
-            out[rows] = mc_prob_below(x, t, self.alpha)
-        return out
-
-    def statistic(self, losses: np.ndarray) -> np.ndarray:
-        """The number each rule compares with alpha (quantile, mean or UCB), per row."""
-        if self.method in ("crc", "split"):
-            return crc_bound(losses, self.bound)
-        if self.method == "rcps":
-            return rcps_upper_bound(losses, self.beta, self.bound, self.concentration)
-        post = RiskPosterior(losses, self.bound, n_draws=self.n_draws,
-                             random_state=self.random_state, exact=self.exact,
-                             variant=self.variant)
-        return np.atleast_1d(post.quantile(self.beta))
-
-    def posterior(self, losses: np.ndarray) -> RiskPosterior:
-        return RiskPosterior(losses, self.bound, n_draws=self.n_draws,
-                             random_state=self.random_state, exact=self.exact,
-                             variant=self.variant)
-
-
-def crc_bound(losses, bound: float = 1.0) -> np.ndarray:
-    """The CRC statistic (n/(n+1)) * mean + B/(n+1), i.e. the posterior mean of L+, per row."""
-    losses = np.atleast_2d(losses)
-    n = losses.shape[1]
-    return (losses.sum(axis=1) + bound) / (n + 1)
-
-
-def _h1(a, b):
-    # KL divergence between Bernoulli(a) and Bernoulli(b), with 0 log 0 = 0.
-    return special.xlogy(a, a / b) + special.xlogy(1 - a, (1 - a) / (1 - b))
-
-
-def hoeffding_bentkus_pvalue(mean, alpha: float, n: int) -> np.ndarray:
-    """p-value of H0: risk > alpha for losses in [0, 1] (Bates et al. 2021, Prop. 3).
-
-    min( exp(-n h1(min(mean, alpha), alpha)), e * Pr(Binomial(n, alpha) <= ceil(n * mean)) ).
-    """
-    mean = np.asarray(mean, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        hoeff = np.exp(-n * _h1(np.minimum(mean, alpha), alpha))
-    bentkus = math.e * stats.binom.cdf(np.ceil(n * mean - 1e-9), n, alpha)
-    return np.minimum(hoeff, bentkus)
-
-
-def rcps_upper_bound(losses, beta: float = 0.95, bound: float = 1.0,
-                     concentration: str = "hb") -> np.ndarray:
-    """Upper confidence bound at level beta on the risk, per row of ``losses``."""
-    losses = np.atleast_2d(np.asarray(losses, dtype=float))
-    n = losses.shape[1]
-    mean = losses.mean(axis=1) / bound
-    delta = 1 - beta
-    if concentration == "hoeffding":
-        return bound * (mean + math.sqrt(math.log(1 / delta) / (2 * n)))
-    # Largest R with p-value(mean; R) > delta, by vectorised bisection on R in [mean, 1].
-    lo, hi = mean.copy(), np.ones_like(mean)
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        reject = hoeffding_bentkus_pvalue(mean, mid, n)
-        hi = np.where(reject <= delta, mid, hi)
-        lo = np.where(reject <= delta, lo, mid)
-    return bound * hi
-
 
 # --------------------------------------------------------------------------- search engine
 def _search_grid(ok: Callable[[np.ndarray, np.ndarray], np.ndarray], n_rows: int, n_grid: int,
@@ -301,7 +173,7 @@ def detect_direction(losses: np.ndarray, direction: str = "auto") -> str:
     return direction
 
 
-def calibrate(losses, lambdas, alpha: float, beta: float = 0.95, method: str = "bq",
+def calibrate(losses, lambdas, alpha: float, beta: float = 0.95, method="bq",
               bound: float = 1.0, *, direction: str = "auto", concentration: str = "hb",
               n_draws: int = 10_000, random_state=0, exact: bool | None = None,
               tol: float = 1e-6, warn: bool = True) -> CalibrationResult:
@@ -317,7 +189,8 @@ def calibrate(losses, lambdas, alpha: float, beta: float = 0.95, method: str = "
         Target risk.
     beta : float in (0, 1)
         Credibility (bq) or confidence (rcps); ignored by crc and split.
-    method : {"bq", "crc", "rcps", "split"}
+    method : {"bq", "crc", "rcps", "split"} or Rule
+        A registered rule name or a :class:`~icml25.conformal.rules.Rule` instance.
     bound : float
         B, the largest possible loss.
     direction : {"auto", "decreasing", "increasing"}
@@ -340,6 +213,12 @@ def calibrate(losses, lambdas, alpha: float, beta: float = 0.95, method: str = "
     (True, 'bq')
     """
     spec = RuleSpec.make(method, alpha, beta, bound, concentration, n_draws, random_state, exact)
+    return calibrate_spec(losses, lambdas, spec, direction=direction, tol=tol, warn=warn)
+
+
+def calibrate_spec(losses, lambdas, spec: RuleSpec, *, direction: str = "auto",
+                   tol: float = 1e-6, warn: bool = True) -> CalibrationResult:
+    """:func:`calibrate` for an already validated request (no re-validation of the rule)."""
     if callable(losses):
         return _calibrate_continuous(losses, lambdas, spec, direction, tol, warn)
     arr = check_losses(losses, spec.bound, ndim=(2,))
@@ -375,8 +254,6 @@ def _family_exactness(spec: RuleSpec, arr: np.ndarray) -> RuleSpec:
 def _result(spec: RuleSpec, arr: np.ndarray, idx: int, grid: np.ndarray, way: str,
             warn: bool, on_grid: bool = True) -> CalibrationResult:
     n = arr.shape[0]
-    min_n = minimum_calibration_size(spec.alpha, spec.beta, spec.method, spec.bound,
-                                     spec.concentration)
     feasible = idx >= 0
     if feasible:
         lam, col = float(grid[idx]), idx
@@ -384,14 +261,13 @@ def _result(spec: RuleSpec, arr: np.ndarray, idx: int, grid: np.ndarray, way: st
         lam = math.inf if way == "decreasing" else -math.inf
         col = grid.size - 1 if way == "decreasing" else 0
         if warn:
-            warn_infeasible(n, spec.alpha, spec.beta, spec.method, spec.bound,
-                            spec.concentration, _trivial_text(lam), stacklevel=4)
+            spec.warn_infeasible(n, _trivial_text(lam), stacklevel=4)
     at = arr[:, col][None, :]
     return CalibrationResult(
         lambda_=lam, feasible=feasible, posterior=spec.posterior(arr[:, col]),
         method=spec.method, alpha=spec.alpha, beta=spec.beta, bound=spec.bound, n=n,
         direction=way, statistic=float(spec.statistic(at)[0]),
-        index=col if feasible and on_grid else None, min_n=min_n)
+        index=col if feasible and on_grid else None, min_n=spec.min_n)
 
 
 def _trivial_text(lam: float) -> str:
@@ -455,7 +331,7 @@ class BatchCalibration:
 
 
 def calibrate_many(loss_fn: Callable[[np.ndarray, np.ndarray], np.ndarray], lambdas,
-                   n_rows: int, alpha: float, beta: float = 0.95, method: str = "bq",
+                   n_rows: int, alpha: float, beta: float = 0.95, method="bq",
                    bound: float = 1.0, *, direction: str = "decreasing",
                    concentration: str = "hb", n_draws: int = 10_000, random_state=0,
                    exact: bool | None = None, variant: str = "paper",
@@ -485,7 +361,7 @@ def calibrate_many(loss_fn: Callable[[np.ndarray, np.ndarray], np.ndarray], lamb
                   for v in lambdas)
         lam, feasible = _search_continuous(ok, lo, hi, dec, tol)
         lam = np.where(feasible, lam, np.inf if dec else -np.inf)
-        return BatchCalibration(lam, feasible, np.full(n_rows, -1), method, direction)
+        return BatchCalibration(lam, feasible, np.full(n_rows, -1), spec.method, direction)
     grid = np.asarray(lambdas, dtype=float)
     n_grid = grid.shape[-1]
     idx = _search_grid(ok, n_rows, n_grid, dec)
@@ -493,10 +369,10 @@ def calibrate_many(loss_fn: Callable[[np.ndarray, np.ndarray], np.ndarray], lamb
     safe = np.maximum(idx, 0)
     vals = grid[safe] if grid.ndim == 1 else grid[np.arange(n_rows), safe]
     lam = np.where(feasible, vals, np.inf if dec else -np.inf)
-    return BatchCalibration(lam, feasible, idx, method, direction)
+    return BatchCalibration(lam, feasible, idx, spec.method, direction)
 
 
-def calibrate_scores(scores, alpha: float, beta: float = 0.95, method: str = "bq",
+def calibrate_scores(scores, alpha: float, beta: float = 0.95, method="bq",
                      bound: float = 1.0, *, concentration: str = "hb", n_draws: int = 10_000,
                      random_state=0, warn: bool = True) -> CalibrationResult:
     """Threshold on nonconformity scores: predict {y : score(x, y) <= lambda}.
@@ -504,23 +380,26 @@ def calibrate_scores(scores, alpha: float, beta: float = 0.95, method: str = "bq
     The loss is miscoverage, 1{s_i > lambda}, which falls as lambda grows; the search runs over
     the sorted distinct scores (where the losses jump), so it is exact. ``method="split"`` is the
     classical rule: lambda = the ceil((n+1)(1-alpha))-th smallest score (+inf if that exceeds n),
-    which coincides with ``crc`` for these losses.
+    which coincides with ``crc`` for these losses. ``method`` is a name or a :class:`Rule`.
     """
     spec = RuleSpec.make(method, alpha, beta, bound, concentration, n_draws, random_state)
+    return calibrate_scores_spec(scores, spec, warn=warn, stacklevel=5)
+
+
+def calibrate_scores_spec(scores, spec: RuleSpec, *, warn: bool = True, where: str = "",
+                          stacklevel: int = 5) -> CalibrationResult:
+    """:func:`calibrate_scores` for an already validated request (no re-validation)."""
     s = np.asarray(scores, dtype=float)
     if s.ndim != 1 or s.size == 0:
         raise ValueError(f"scores must be a non-empty 1-D array, got shape {s.shape}")
     if np.isnan(s).any():
         raise ValueError("scores contain NaN")
-    n = s.size
     if spec.bound != 1.0:  # 0/1 losses are a 0/B family only when B = 1
         spec = dataclasses.replace(spec, exact=False)
-    if spec.method == "split":
-        srt = np.sort(s)
-        rank = math.ceil((n + 1) * (1 - spec.alpha) - 1e-9)
-        if rank > n:
-            return _scores_result(spec, s, math.inf, None, warn)
-        return _scores_result(spec, s, float(srt[rank - 1]), rank - 1, warn)
+    fast = spec.rule.threshold_scores(np.sort(s), spec)
+    if fast is not None:
+        lam, index = fast
+        return _scores_result(spec, s, lam, index, warn, where, stacklevel)
     grid = np.unique(s)
 
     def ok(rows, idx):
@@ -528,21 +407,18 @@ def calibrate_scores(scores, alpha: float, beta: float = 0.95, method: str = "bq
 
     idx = int(_search_grid(ok, 1, grid.size, True)[0])
     if idx < 0:
-        return _scores_result(spec, s, math.inf, None, warn)
-    return _scores_result(spec, s, float(grid[idx]), idx, warn)
+        return _scores_result(spec, s, math.inf, None, warn, where, stacklevel)
+    return _scores_result(spec, s, float(grid[idx]), idx, warn, where, stacklevel)
 
 
 def _scores_result(spec: RuleSpec, s: np.ndarray, lam: float, index: int | None,
-                   warn: bool) -> CalibrationResult:
+                   warn: bool, where: str, stacklevel: int) -> CalibrationResult:
     n = s.size
-    min_n = minimum_calibration_size(spec.alpha, spec.beta, spec.method, spec.bound,
-                                     spec.concentration)
     feasible = math.isfinite(lam)
     if not feasible and warn:
-        warn_infeasible(n, spec.alpha, spec.beta, spec.method, spec.bound, spec.concentration,
-                        _trivial_text(lam), stacklevel=4)
+        spec.warn_infeasible(n, _trivial_text(lam), stacklevel=stacklevel, where=where)
     losses = (s > (lam if feasible else s.max())).astype(float)
     return CalibrationResult(
         lambda_=lam, feasible=feasible, posterior=spec.posterior(losses), method=spec.method,
         alpha=spec.alpha, beta=spec.beta, bound=spec.bound, n=n, direction="decreasing",
-        statistic=float(spec.statistic(losses[None, :])[0]), index=index, min_n=min_n)
+        statistic=float(spec.statistic(losses[None, :])[0]), index=index, min_n=spec.min_n)

@@ -15,13 +15,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, Reg
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from icml25.conformal._validation import (
-    check_bound,
-    check_concentration,
-    check_level,
-    check_method,
-)
-from icml25.conformal.calibration import calibrate, calibrate_scores
+from icml25.conformal.calibration import calibrate_scores_spec, calibrate_spec
+from icml25.conformal.rules import RuleSpec
 
 __all__ = ["ConformalClassifier", "ConformalRegressor", "RiskController"]
 
@@ -29,17 +24,20 @@ __all__ = ["ConformalClassifier", "ConformalRegressor", "RiskController"]
 class _ConformalMixin(MetaEstimatorMixin):
     """Shared parameter checks, train/calibration split and posterior plotting."""
 
-    def _check_params(self) -> None:
-        check_method(self.method)
-        check_level(self.alpha, "alpha")
-        check_level(self.beta, "beta")
-        check_bound(self.bound)
-        check_concentration(self.concentration)
+    def _check_params(self) -> RuleSpec:
+        """Validate the parameters once; the returned request is passed down unchanged.
+
+        ``random_state`` seeds both the train/calibration split and the Monte Carlo draws
+        (the common random numbers of the ``bq`` posterior when it has no closed form).
+        """
+        spec = RuleSpec.make(self.method, self.alpha, self.beta, self.bound, self.concentration,
+                             self.n_draws, self.random_state)
         size = self.calibration_size
         if not (isinstance(size, float) and 0 < size < 1
                 or isinstance(size, int | np.integer) and not isinstance(size, bool) and size > 0):
             raise ValueError(f"calibration_size must be a float in (0, 1) or a positive int, "
                              f"got {size!r}")
+        return spec
 
     def _split(self, X, y):
         """(X_train, y_train, X_cal, y_cal); with prefit everything is calibration data."""
@@ -53,10 +51,8 @@ class _ConformalMixin(MetaEstimatorMixin):
                              f"part of size {size!r}; pass more data or prefit=True")
         return train_test_split(X, y, test_size=n_cal, random_state=self.random_state)[::1]
 
-    def _calibrate_scores(self, scores) -> None:
-        self.calibration_ = calibrate_scores(
-            scores, self.alpha, self.beta, self.method, self.bound,
-            concentration=self.concentration, n_draws=self.n_draws, random_state=0)
+    def _calibrate_scores(self, scores, spec: RuleSpec) -> None:
+        self.calibration_ = calibrate_scores_spec(scores, spec)
         self.lambda_ = self.calibration_.lambda_
         self.risk_posterior_ = self.calibration_.posterior
         self.n_calibration_ = int(np.asarray(scores).size)
@@ -133,7 +129,7 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
 
     def fit(self, X, y):
         """Fit the regressor (unless prefit) and calibrate lambda on held-out data."""
-        self._check_params()
+        spec = self._check_params()
         if self.conformity_score not in ("absolute", "cqr"):
             raise ValueError("conformity_score must be 'absolute' or 'cqr', "
                              f"got {self.conformity_score!r}")
@@ -141,19 +137,19 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         parts = self._split(X, y)
         x_tr, y_tr, x_cal, y_cal = parts if self.prefit else _order_split(parts)
         self.estimators_ = self._fitted_models(x_tr, y_tr)
-        return self._calibrate(x_cal, y_cal)
+        return self._calibrate(x_cal, y_cal, spec)
 
     def calibrate(self, X, y):
         """Re-calibrate lambda on new data, keeping the fitted model(s)."""
         check_is_fitted(self, "estimators_")
-        self._check_params()
+        spec = self._check_params()
         X, y = validate_data(self, X, y, y_numeric=True, reset=False)
-        return self._calibrate(X, y)
+        return self._calibrate(X, y, spec)
 
-    def _calibrate(self, X, y):
+    def _calibrate(self, X, y, spec):
         lo, hi = self._bands(X)
         scores = np.maximum(lo - y, y - hi) if self.conformity_score == "cqr" else np.abs(y - lo)
-        self._calibrate_scores(scores)
+        self._calibrate_scores(scores, spec)
         return self
 
     def _fitted_models(self, X, y) -> list:
@@ -253,7 +249,7 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
         from sklearn.linear_model import LogisticRegression
         from sklearn.utils.multiclass import check_classification_targets
 
-        self._check_params()
+        spec = self._check_params()
         if self.conformity_score not in ("lac", "aps"):
             raise ValueError("conformity_score must be 'lac' or 'aps', "
                              f"got {self.conformity_score!r}")
@@ -270,16 +266,16 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
                 raise ValueError("the training part holds a single class; pass more data")
             self.estimator_ = clone(est).fit(x_tr, y_tr)
         self.classes_ = np.asarray(self.estimator_.classes_)
-        return self._calibrate(x_cal, y_cal)
+        return self._calibrate(x_cal, y_cal, spec)
 
     def calibrate(self, X, y):
         """Re-calibrate lambda on new data, keeping the fitted classifier."""
         check_is_fitted(self, "estimator_")
-        self._check_params()
+        spec = self._check_params()
         X, y = validate_data(self, X, y, reset=False)
-        return self._calibrate(X, y)
+        return self._calibrate(X, y, spec)
 
-    def _calibrate(self, X, y):
+    def _calibrate(self, X, y, spec):
         all_scores = self._class_scores(X)
         pos = np.searchsorted(self.classes_, y)
         pos = np.clip(pos, 0, self.classes_.size - 1)
@@ -287,7 +283,7 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
         # A label the model never saw can only be covered by the full set.
         scores = np.where(known, all_scores[np.arange(len(y)), pos], np.inf)
         scores = np.where(np.isinf(scores), 2.0, scores)
-        self._calibrate_scores(scores)
+        self._calibrate_scores(scores, spec)
         return self
 
     def _class_scores(self, X) -> np.ndarray:
@@ -378,7 +374,7 @@ class RiskController(_ConformalMixin, BaseEstimator):
 
     def fit(self, X, Y):
         """Fit the estimator (unless prefit or precomputed scores) and calibrate lambda."""
-        self._check_params()
+        spec = self._check_params()
         if self.loss != "fnr" and not callable(self.loss):
             raise ValueError(f"loss must be 'fnr' or a callable, got {self.loss!r}")
         X = validate_data(self, X)
@@ -393,13 +389,14 @@ class RiskController(_ConformalMixin, BaseEstimator):
         else:
             x_tr, y_tr, x_cal, y_cal = _order_split(self._split(X, Y))
             self.estimator_ = clone(self.estimator).fit(x_tr, y_tr)
-        return self._calibrate(x_cal, y_cal)
+        return self._calibrate(x_cal, y_cal, spec)
 
     def calibrate(self, X, Y):
         """Re-calibrate lambda on new data, keeping the fitted estimator."""
         check_is_fitted(self, "calibration_")
+        spec = self._check_params()
         X = validate_data(self, X, reset=False)
-        return self._calibrate(X, np.asarray(Y))
+        return self._calibrate(X, np.asarray(Y), spec)
 
     def _scores(self, X) -> np.ndarray:
         if self.estimator_ is None:
@@ -409,7 +406,7 @@ class RiskController(_ConformalMixin, BaseEstimator):
             return np.column_stack([p[:, -1] for p in proba])
         return np.asarray(proba, dtype=float)
 
-    def _calibrate(self, X, Y):
+    def _calibrate(self, X, Y, spec):
         scores = self._scores(X)
         if self.loss == "fnr":
             Yb = np.asarray(Y)
@@ -424,10 +421,7 @@ class RiskController(_ConformalMixin, BaseEstimator):
                     else np.linspace(0.0, 1.0, 201))
             losses = np.stack([np.asarray(self.loss(Y, scores, g), dtype=float).reshape(-1)
                                for g in grid], axis=1)
-        self.calibration_ = calibrate(
-            losses, grid, self.alpha, self.beta, self.method, self.bound,
-            direction=self.direction, concentration=self.concentration, n_draws=self.n_draws,
-            random_state=0)
+        self.calibration_ = calibrate_spec(losses, grid, spec, direction=self.direction)
         self.lambda_ = self.calibration_.lambda_
         self.risk_posterior_ = self.calibration_.posterior
         self.n_calibration_ = int(losses.shape[0])

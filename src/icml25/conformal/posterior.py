@@ -29,6 +29,8 @@ from collections.abc import Iterator
 import numpy as np
 from scipy import special
 
+from icml25.conformal._validation import check_bound, check_losses
+
 __all__ = ["RiskPosterior", "uniform_order_statistics"]
 
 VARIANTS = ("paper", "official")
@@ -208,8 +210,6 @@ class RiskPosterior:
 
     def __init__(self, losses, bound: float = 1.0, *, n_draws: int = 10_000, random_state=0,
                  exact: bool | None = None, variant: str = "paper"):
-        from icml25.conformal._validation import check_bound, check_losses
-
         self.bound = check_bound(bound)
         arr = check_losses(losses, self.bound, ndim=(1, 2))
         self._one_d = arr.ndim == 1

@@ -1,0 +1,362 @@
+"""Threshold rules as strategy objects: admissibility, statistic and minimum n in one place.
+
+A rule answers three questions about a loss vector (one row of losses for one lambda):
+
+* ``statistic(losses, spec)``: the number it compares with alpha (posterior quantile, mean, UCB);
+* ``admissible(losses, spec)``: does this lambda certify risk <= alpha?
+* ``minimum_n(alpha, beta, bound, concentration)``: the smallest calibration size for which the
+  rule can succeed at all (every loss 0).
+
+The four rules are registered by name in :data:`RULES`; :func:`get_rule` turns a name or an
+instance into a rule (validated once, at the boundary), and :func:`register_rule` adds one.
+:class:`RuleSpec` is a validated request (rule, alpha, beta, bound, Monte Carlo settings), built
+once per public call with :meth:`RuleSpec.make` and passed down unchanged.
+
+Examples
+--------
+>>> spec = RuleSpec.make("bq", alpha=0.1, beta=0.95)
+>>> spec.method, spec.min_n
+('bq', 29)
+>>> bool(spec.admissible(np.zeros((1, 40)))[0])
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import warnings
+
+import numpy as np
+from scipy import special, stats
+
+from icml25.conformal._validation import (
+    InfeasibleRiskWarning,
+    check_bound,
+    check_concentration,
+    check_level,
+)
+from icml25.conformal.posterior import (
+    VARIANTS,
+    RiskPosterior,
+    mc_prob_below,
+    min_n_bq,
+    support_values,
+    uniform_order_statistics,
+)
+
+__all__ = ["RULES", "BQRule", "CRCRule", "RCPSRule", "Rule", "RuleSpec", "SplitRule",
+           "crc_bound", "get_rule", "hoeffding_bentkus_pvalue", "minimum_calibration_size",
+           "rcps_upper_bound", "register_rule"]
+
+_TOL = 1e-12  # slack for float comparisons of exact rational quantities such as (k+1)/(n+1)
+
+
+# --------------------------------------------------------------------------- statistics
+def crc_bound(losses, bound: float = 1.0) -> np.ndarray:
+    """The CRC statistic (n/(n+1)) * mean + B/(n+1), i.e. the posterior mean of L+, per row."""
+    losses = np.atleast_2d(losses)
+    n = losses.shape[1]
+    return (losses.sum(axis=1) + bound) / (n + 1)
+
+
+def _h1(a, b):
+    # KL divergence between Bernoulli(a) and Bernoulli(b), with 0 log 0 = 0.
+    return special.xlogy(a, a / b) + special.xlogy(1 - a, (1 - a) / (1 - b))
+
+
+def hoeffding_bentkus_pvalue(mean, alpha: float, n: int) -> np.ndarray:
+    """p-value of H0: risk > alpha for losses in [0, 1] (Bates et al. 2021, Prop. 3).
+
+    min( exp(-n h1(min(mean, alpha), alpha)), e * Pr(Binomial(n, alpha) <= ceil(n * mean)) ).
+    """
+    mean = np.asarray(mean, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hoeff = np.exp(-n * _h1(np.minimum(mean, alpha), alpha))
+    bentkus = math.e * stats.binom.cdf(np.ceil(n * mean - 1e-9), n, alpha)
+    return np.minimum(hoeff, bentkus)
+
+
+def rcps_upper_bound(losses, beta: float = 0.95, bound: float = 1.0,
+                     concentration: str = "hb") -> np.ndarray:
+    """Upper confidence bound at level beta on the risk, per row of ``losses``."""
+    losses = np.atleast_2d(np.asarray(losses, dtype=float))
+    n = losses.shape[1]
+    mean = losses.mean(axis=1) / bound
+    delta = 1 - beta
+    if concentration == "hoeffding":
+        return bound * (mean + math.sqrt(math.log(1 / delta) / (2 * n)))
+    # Largest R with p-value(mean; R) > delta, by vectorised bisection on R in [mean, 1].
+    lo, hi = mean.copy(), np.ones_like(mean)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        reject = hoeffding_bentkus_pvalue(mean, mid, n)
+        hi = np.where(reject <= delta, mid, hi)
+        lo = np.where(reject <= delta, lo, mid)
+    return bound * hi
+
+
+# --------------------------------------------------------------------------- rules
+class Rule:
+    """Base class of a threshold rule. Subclass, set ``name``, implement the three methods.
+
+    ``uses_beta`` says whether the guarantee involves the credibility/confidence ``beta``
+    (it appears in messages). ``threshold_scores`` may give a closed-form threshold on
+    nonconformity scores (``None``: the generic exact search over the scores is used).
+    """
+
+    name: str = ""
+    uses_beta: bool = True
+
+    def statistic(self, losses: np.ndarray, spec: RuleSpec) -> np.ndarray:
+        raise NotImplementedError
+
+    def admissible(self, losses: np.ndarray, spec: RuleSpec) -> np.ndarray:
+        return self.statistic(losses, spec) <= spec.alpha + _TOL
+
+    def minimum_n(self, alpha: float, beta: float, bound: float, concentration: str) -> int:
+        raise NotImplementedError
+
+    def threshold_scores(self, sorted_scores: np.ndarray, spec: RuleSpec):
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash((type(self), tuple(sorted(vars(self).items()))))
+
+
+class CRCRule(Rule):
+    """Conformal risk control: the posterior mean (sum_i l_i + B)/(n+1) <= alpha."""
+
+    name = "crc"
+    uses_beta = False
+
+    def statistic(self, losses, spec):
+        return crc_bound(losses, spec.bound)
+
+    def minimum_n(self, alpha, beta, bound, concentration):
+        return max(1, math.ceil(bound / alpha - 1 - 1e-9))
+
+
+class SplitRule(CRCRule):
+    """Split conformal prediction: 0/1 losses only; the ceil((n+1)(1-alpha))-th smallest score."""
+
+    name = "split"
+
+    def statistic(self, losses, spec):
+        if not np.isin(losses, (0.0, 1.0)).all():
+            raise ValueError("method='split' needs 0/1 (miscoverage) losses; "
+                             "use 'crc' for general bounded losses")
+        return crc_bound(losses, spec.bound)
+
+    def threshold_scores(self, sorted_scores, spec):
+        n = sorted_scores.size
+        rank = math.ceil((n + 1) * (1 - spec.alpha) - 1e-9)
+        if rank > n:
+            return math.inf, None
+        return float(sorted_scores[rank - 1]), rank - 1
+
+
+class RCPSRule(Rule):
+    """Risk-controlling prediction sets: a level-beta upper confidence bound <= alpha."""
+
+    name = "rcps"
+
+    def statistic(self, losses, spec):
+        return rcps_upper_bound(losses, spec.beta, spec.bound, spec.concentration)
+
+    def admissible(self, losses, spec):
+        n = losses.shape[1]
+        mean = losses.mean(axis=1)
+        if spec.concentration == "hoeffding":
+            ucb = mean + spec.bound * math.sqrt(math.log(1 / (1 - spec.beta)) / (2 * n))
+            return ucb <= spec.alpha + _TOL
+        p = hoeffding_bentkus_pvalue(mean / spec.bound, spec.alpha / spec.bound, n)
+        return p <= 1 - spec.beta
+
+    def minimum_n(self, alpha, beta, bound, concentration):
+        if concentration == "hoeffding":
+            return max(1, math.ceil(bound**2 * math.log(1 / (1 - beta)) / (2 * alpha**2) - 1e-9))
+        return min_n_bq(alpha, beta, bound)
+
+
+class BQRule(Rule):
+    """The paper's rule (Snell & Griffiths, Eq. 31): Pr(L+ <= alpha) >= beta."""
+
+    name = "bq"
+
+    def statistic(self, losses, spec):
+        return np.atleast_1d(spec.posterior(losses).quantile(spec.beta))
+
+    def admissible(self, losses, spec):
+        return spec.prob_below(losses) >= spec.beta - _TOL
+
+    def minimum_n(self, alpha, beta, bound, concentration):
+        return min_n_bq(alpha, beta, bound)
+
+
+RULES: dict[str, Rule] = {}
+
+
+def register_rule(rule: Rule) -> Rule:
+    """Add a rule to :data:`RULES` under ``rule.name`` (returns it, so it works as a helper)."""
+    _check_rule(rule)
+    RULES[rule.name] = rule
+    return rule
+
+
+def _check_rule(rule) -> Rule:
+    missing = [m for m in ("statistic", "admissible", "minimum_n") if not callable(
+        getattr(rule, m, None))]
+    if missing or not isinstance(getattr(rule, "name", None), str) or not rule.name:
+        raise TypeError(f"a rule needs a non-empty str `name` and methods statistic, admissible "
+                        f"and minimum_n (subclass icml25.conformal.Rule); {rule!r} lacks "
+                        f"{missing or ['name']}")
+    return rule
+
+
+for _r in (SplitRule(), CRCRule(), RCPSRule(), BQRule()):
+    register_rule(_r)
+
+
+def get_rule(method) -> Rule:
+    """A registered rule by name, or a rule instance checked and returned as is."""
+    if isinstance(method, str):
+        try:
+            return RULES[method]
+        except KeyError:
+            raise ValueError(f"method must be one of {tuple(sorted(RULES))} or a Rule "
+                             f"instance, got {method!r}") from None
+    if isinstance(method, type) and issubclass(method, Rule):
+        raise ValueError(f"method must be a rule instance, got the class {method.__name__}; "
+                         f"pass {method.__name__}()")
+    try:
+        return _check_rule(method)
+    except TypeError as err:
+        raise ValueError(f"method must be one of {tuple(sorted(RULES))} or a Rule instance, "
+                         f"got {method!r}: {err}") from None
+
+
+def resolve_seed(random_state) -> int:
+    """One integer seed for the common random numbers, whatever the user passed.
+
+    An int is used as is; a Generator / RandomState gives one draw; None a fresh entropy seed.
+    Resolved once per call so that every lambda of a search shares the same draws.
+    """
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be non-negative, got {random_state}")
+        return int(random_state)
+    if random_state is None:
+        return int(np.random.default_rng().integers(2**63))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**63))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
+    raise ValueError(f"random_state must be an int, a numpy Generator/RandomState or None, "
+                     f"got {random_state!r}")
+
+
+# --------------------------------------------------------------------------- request
+@dataclasses.dataclass(frozen=True)
+class RuleSpec:
+    """A validated request: which rule, at what levels, with which loss bound.
+
+    Build it with :meth:`make` (which validates every field once); the calibration engine and
+    the estimators pass it down unchanged. ``random_state`` is always a resolved int here.
+    """
+
+    rule: Rule = dataclasses.field(default_factory=BQRule)
+    alpha: float = 0.1
+    beta: float = 0.95
+    bound: float = 1.0
+    concentration: str = "hb"
+    n_draws: int = 10_000
+    random_state: int = 0
+    exact: bool | None = None
+    variant: str = "paper"
+
+    @classmethod
+    def make(cls, method="bq", alpha=0.1, beta=0.95, bound=1.0, concentration="hb",
+             n_draws=10_000, random_state=0, exact=None, variant="paper") -> RuleSpec:
+        if not isinstance(n_draws, int | np.integer) or isinstance(n_draws, bool) or n_draws < 1:
+            raise ValueError(f"n_draws must be a positive integer, got {n_draws!r}")
+        if exact not in (None, True, False):
+            raise ValueError(f"exact must be None, True or False, got {exact!r}")
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        return cls(get_rule(method), check_level(alpha, "alpha"), check_level(beta, "beta"),
+                   check_bound(bound), check_concentration(concentration), int(n_draws),
+                   resolve_seed(random_state), exact, variant)
+
+    @property
+    def method(self) -> str:
+        return self.rule.name
+
+    @property
+    def min_n(self) -> int:
+        return self.rule.minimum_n(self.alpha, self.beta, self.bound, self.concentration)
+
+    def admissible(self, losses: np.ndarray) -> np.ndarray:
+        """Bool per row of ``losses`` (r, n): does this loss vector certify risk <= alpha?"""
+        return np.asarray(self.rule.admissible(losses, self), dtype=bool)
+
+    def statistic(self, losses: np.ndarray) -> np.ndarray:
+        """The number the rule compares with alpha (quantile, mean or UCB), per row."""
+        return np.asarray(self.rule.statistic(losses, self), dtype=float)
+
+    def posterior(self, losses: np.ndarray) -> RiskPosterior:
+        return RiskPosterior(losses, self.bound, n_draws=self.n_draws,
+                             random_state=self.random_state, exact=self.exact,
+                             variant=self.variant)
+
+    def prob_below(self, losses: np.ndarray) -> np.ndarray:
+        """Pr(L+ <= alpha) per row, exact where the row allows, common random numbers otherwise."""
+        post = self.posterior(losses)
+        out = np.empty(losses.shape[0])
+        ex = post._exact
+        if ex.any():
+            out[ex] = post._exact_cdf(np.full((int(ex.sum()), 1), self.alpha), ex)[:, 0]
+        rows = np.flatnonzero(~ex)
+        if rows.size:
+            t = uniform_order_statistics(losses.shape[1], self.n_draws, self.random_state)
+            x = support_values(losses[rows], self.bound, self.variant)
+            out[rows] = mc_prob_below(x, t, self.alpha)
+        return out
+
+    def warn_infeasible(self, n: int, trivial: str, stacklevel: int = 3,
+                        where: str = "") -> int:
+        """Issue the documented warning; return the minimum n."""
+        n_min = self.min_n
+        level = f" with credibility beta={self.beta:g}" if self.rule.uses_beta else ""
+        if n < n_min:
+            msg = (f"calibration set{where} too small: method {self.method!r} needs at least "
+                   f"n={n_min} calibration points to certify risk <= alpha={self.alpha:g}{level} "
+                   f"(bound B={self.bound:g}) even if every loss were 0; got n={n}. Returning "
+                   f"the trivial predictor ({trivial}).")
+        else:
+            msg = (f"no lambda in the search range certifies risk <= alpha={self.alpha:g}{level} "
+                   f"with method {self.method!r} on these n={n} losses{where} (the minimum n "
+                   f"for this request is {n_min}); returning the trivial predictor ({trivial}).")
+        warnings.warn(msg, InfeasibleRiskWarning, stacklevel=stacklevel)
+        return n_min
+
+
+def minimum_calibration_size(alpha: float, beta: float = 0.95, method="bq",
+                             bound: float = 1.0, concentration: str = "hb") -> int:
+    """The smallest n for which the rule can succeed at all (every calibration loss 0).
+
+    * bq, and rcps with the Hoeffding–Bentkus bound: 1 - (1 - alpha/B)^n >= beta.
+    * crc and split: B / (n + 1) <= alpha.
+    * rcps with Hoeffding: B * sqrt(log(1/(1-beta)) / (2n)) <= alpha.
+
+    ``method`` is a registered name or a :class:`Rule` instance.
+    """
+    return get_rule(method).minimum_n(check_level(alpha, "alpha"), check_level(beta, "beta"),
+                                      check_bound(bound), check_concentration(concentration))
