@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +13,6 @@ from fastapi import Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
-from starlette.concurrency import run_in_threadpool
 
 from icml25.review import models as m
 from icml25.review.errors import NotAllowed
@@ -31,15 +31,13 @@ class CsrfError(PermissionError):
     """Missing or wrong CSRF token on a state-changing form."""
 
 
-def _db(request: Request) -> Iterator[Session]:
+@contextmanager
+def _session(request: Request) -> Iterator[Session]:
     db = request.app.state.maker()
     try:
         yield db
     finally:
         db.close()
-
-
-DB = Annotated[Session, Depends(_db)]
 
 
 class Ctx:
@@ -69,8 +67,14 @@ class Ctx:
         return self.request.client.host if self.request.client else ""
 
 
-async def _ctx_dep(request: Request, db: DB) -> Ctx:
-    ctx = await run_in_threadpool(Ctx, request, db)  # the session lookup, off the event loop
+def _page_ctx(request: Request) -> Iterator[Ctx]:
+    # a sync dependency: FastAPI runs it in a worker thread, so the session lookup never
+    # blocks the event loop; one dependency = one thread hop in and one out
+    with _session(request) as db:
+        yield Ctx(request, db)
+
+
+async def _ctx_dep(request: Request, ctx: Annotated[Ctx, Depends(_page_ctx)]) -> Ctx:
     if request.method == "POST":
         form = await request.form()
         sent = form.get("csrf_token")
@@ -118,23 +122,26 @@ def back(url: str, msg: str) -> RedirectResponse:
     return resp
 
 
-def _api_service(request: Request, db: DB) -> ReviewService:
+def _api_service(request: Request) -> Iterator[ReviewService]:
     """The service acting as the owner of the bearer token (no cookies: no CSRF surface)."""
-    base = ReviewService(db, request.app.state.settings)
-    auth = request.headers.get("authorization", "")
-    token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
-    user = base.api_user(token)
-    if user is None:
-        raise NotAllowed("a valid personal access token is required (Authorization: Bearer)")
-    return base.as_user(user)
+    with _session(request) as db:
+        base = ReviewService(db, request.app.state.settings)
+        auth = request.headers.get("authorization", "")
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        user = base.api_user(token)
+        if user is None:
+            raise NotAllowed("a valid personal access token is required "
+                             "(Authorization: Bearer)")
+        yield base.as_user(user)
 
 
 S = Annotated[ReviewService, Depends(_api_service)]
 
 
-def _public_service(request: Request, db: DB) -> ReviewService:
+def _public_service(request: Request) -> Iterator[ReviewService]:
     """The service acting as nobody: for public reads (keys, profiles, credential checks)."""
-    return ReviewService(db, request.app.state.settings)
+    with _session(request) as db:
+        yield ReviewService(db, request.app.state.settings)
 
 
 P = Annotated[ReviewService, Depends(_public_service)]
