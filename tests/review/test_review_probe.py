@@ -256,7 +256,7 @@ def test_every_route_asks_the_authority(settings, engine, db):
     sub = db.scalar(select(m.Submission).where(m.Submission.venue_id == venue.id))
     review = db.scalar(select(m.Review).where(m.Review.submission_id == sub.id))
     values = {"slug": "routes", "sid": sub.id, "rid": review.id, "uid": sub.submitter_id,
-              "tid": 999}
+              "tid": 999, "name": "swagger-ui.css"}
     app = create_app(settings, engine)
     routes = _routes(app.routes)
     assert len(routes) > 60  # the whole table: pages and API
@@ -300,3 +300,19 @@ def _csrf(client) -> str:
     if page.status_code == 200:
         return csrf_of(page.text)
     return csrf_of(client.get("/login").text)
+
+
+# --- issue 30, point 8: the API docs work offline --------------------------------------------
+def test_api_docs_load_swagger_ui_from_the_installed_package(client):
+    page = client.get("/api/v1/docs")
+    assert page.status_code == 200
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert assets and all(a.startswith("/api/v1/") for a in assets), assets  # no CDN
+    for url in assets:
+        r = client.get(url)
+        assert r.status_code == 200 and len(r.content) > 500, url
+    assert "SwaggerUIBundle" in client.get("/api/v1/docs/assets/swagger-ui-bundle.js").text
+    assert client.get("/api/v1/docs/assets/secrets.txt").status_code == 404
+    assert "unsafe-inline" in page.headers["content-security-policy"]
+    assert "unsafe-inline" not in client.get("/login").headers["content-security-policy"].split(
+        "script-src")[1].split(";")[0]

@@ -7,16 +7,20 @@ returned as the authority renders them. Every route calls one service method.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from icml25.review.authority import public
+from icml25.review.errors import NotFound
 from icml25.review.web import schemas as sc
 from icml25.review.web.deps import P, S
+
+DOCS_ASSETS = frozenset({"swagger-ui-bundle.js", "swagger-ui.css", "favicon-32x32.png"})
 
 
 def api(settings, maker) -> FastAPI:  # noqa: ANN001
@@ -35,7 +39,21 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
         public()
-        return get_swagger_ui_html(openapi_url="/api/v1/openapi.json", title="icml25 review API")
+        return get_swagger_ui_html(
+            openapi_url="/api/v1/openapi.json", title="icml25 review API",
+            swagger_js_url="/api/v1/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/api/v1/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/api/v1/docs/assets/favicon-32x32.png")
+
+    @app.get("/docs/assets/{name}", include_in_schema=False)
+    def docs_asset(name: str) -> FileResponse:
+        # Swagger UI's files from the swagger-ui-bundle-v2 package: the docs work offline
+        public()
+        if name not in DOCS_ASSETS:
+            raise NotFound("no such file")
+        from swagger_ui_bundle import swagger_ui_path
+
+        return FileResponse(Path(swagger_ui_path) / name)
 
     @app.get("/me", summary="The token's user", response_model=sc.MeOut)
     def me(s: S) -> dict:

@@ -107,6 +107,13 @@ SECURITY_HEADERS = [
 ]
 
 
+DOCS_HEADERS = [(k, v) for k, v in SECURITY_HEADERS if k != b"content-security-policy"] + [
+    (b"content-security-policy",
+     b"default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; "
+     b"img-src 'self' data:; object-src 'none'; frame-ancestors 'none'"),
+]
+
+
 class SecurityHeaders:
     """Plain ASGI wrapper adding security headers to every HTTP response (cheaper than
     Starlette's BaseHTTPMiddleware) and refusing oversized bodies up front (413). Attribute
@@ -132,17 +139,17 @@ class SecurityHeaders:
                     status_code=413)
                 await response(scope, receive, send)
                 return
-        # the interactive API docs load Swagger UI from its CDN; they show no user data
+        # the interactive API docs (Swagger UI, served from an installed package) start with one
+        # inline script; they show no user data
         docs = scope.get("path", "").startswith("/api/v1/docs")
+        headers = DOCS_HEADERS if docs else SECURITY_HEADERS
 
         async def send_with_headers(message) -> None:  # noqa: ANN001
             if message["type"] == "http.response.start":
                 names = {k.lower() for k, _ in message.get("headers", [])}
-                if docs:
-                    names.add(b"content-security-policy")
                 message.setdefault("headers", [])
                 message["headers"] = list(message["headers"]) + [
-                    (k, v) for k, v in SECURITY_HEADERS if k not in names]
+                    (k, v) for k, v in headers if k not in names]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
