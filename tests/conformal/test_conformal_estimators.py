@@ -137,7 +137,7 @@ def test_classifier_coverage_given_calibration_in_repeated_draws():
 
 def test_risk_controller_fnr_matches_calibrate_on_explicit_losses():
     scores, labels = make_multilabel_scores(n_samples=600, rng=4)
-    rc = RiskController(method="bq", alpha=0.1, n_draws=4_000).fit(scores, labels)
+    rc = RiskController(method="bq", alpha=0.1, n_draws=4_000, random_state=0).fit(scores, labels)
     grid = np.unique(np.concatenate([[0.0], scores[labels.astype(bool)]]))
     losses = np.stack([false_negative_rate(labels, scores, g) for g in grid], axis=1)
     ref = calibrate(losses, grid, 0.1, method="bq", n_draws=4_000)
@@ -201,7 +201,15 @@ def test_posterior_plot_and_pickle():
     assert clone(RiskController(alpha=0.2)).get_params()["alpha"] == 0.2
 
 
-@parametrize_with_checks([ConformalRegressor(method="crc"), ConformalClassifier(method="crc")])
+@parametrize_with_checks([
+    ConformalRegressor(method="crc"), ConformalClassifier(method="crc"),
+    ConformalRegressor(method="split", conformity_score="normalized"),
+    ConformalClassifier(method="crc", conformity_score="aps"),
+    ConformalClassifier(method="split", conformity_score="aps_randomized"),
+    ConformalClassifier(method="bq", conformity_score="raps"),
+    ConformalClassifier(method="crc", conformity_score="top_k"),
+    ConformalClassifier(method="split", class_conditional=True),
+])
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleRiskWarning)

@@ -2,27 +2,56 @@
 
 Each wraps any regressor/classifier (fitted with ``prefit=True``, otherwise fitted on a split of
 the data passed to ``fit``), calibrates lambda on held-out data with one of the rules
-``method`` in {"bq", "crc", "rcps", "split"}, and exposes ``lambda_``, ``calibration_`` and
-``risk_posterior_`` (the posterior of the risk L+ at the chosen lambda; ``plot_risk_posterior``).
-When the calibration set cannot support the request they return the trivial predictor (infinite
-intervals, full sets) and warn with the minimum calibration size.
+``method`` in {"bq", "crc", "rcps", "split"} (or a :class:`~icml25.conformal.rules.Rule`), and
+exposes ``lambda_``, ``calibration_`` and ``risk_posterior_`` (the posterior of the risk L+ at the
+chosen lambda; ``plot_risk_posterior``). The shape of intervals and sets comes from
+``conformity_score`` (a name or an instance, see :mod:`icml25.conformal.scores`).
+
+**Mondrian calibration.** ``fit(X, y, groups=g)`` (any categorical taxonomy, one value per row)
+calibrates one lambda per group, with the chosen rule's guarantee — the ``bq`` posterior
+included — holding *within each group*; ``predict_interval(X, groups=g)`` then uses each row's
+group's lambda. ``ConformalClassifier(class_conditional=True)`` groups calibration points by
+their label and tests each candidate label against its own class's lambda. ``lambda_`` is then
+an array aligned with ``groups_`` (``classes_``), and ``calibration_`` / ``risk_posterior_`` are
+dicts keyed by group.
+
+When a calibration set (or a group) cannot support the request the estimators return the trivial
+predictor there (infinite intervals, the label always in the set) and warn with the minimum
+calibration size.
 """
 
 from __future__ import annotations
+
+import math
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, RegressorMixin, clone
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from icml25.conformal._validation import InfeasibleRiskWarning
 from icml25.conformal.calibration import calibrate_scores_spec, calibrate_spec
 from icml25.conformal.rules import RuleSpec
+from icml25.conformal.scores import get_classification_score, get_regression_score
 
 __all__ = ["ConformalClassifier", "ConformalRegressor", "RiskController"]
 
 
+def _check_groups(groups, n: int, where: str) -> np.ndarray:
+    arr = np.asarray(groups)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(f"groups passed to {where} must be 1-D with one value per row of X "
+                         f"({n}), got shape {arr.shape}")
+    if arr.dtype.kind == "f" and np.isnan(arr).any():
+        raise ValueError(f"groups passed to {where} contain NaN; give every row a group")
+    if arr.dtype.kind == "O" and any(v is None for v in arr):
+        raise ValueError(f"groups passed to {where} contain None; give every row a group")
+    return arr
+
+
 class _ConformalMixin(MetaEstimatorMixin):
-    """Shared parameter checks, train/calibration split and posterior plotting."""
+    """Shared parameter checks, train/calibration split, (Mondrian) calibration and plotting."""
 
     def _check_params(self) -> RuleSpec:
         """Validate the parameters once; the returned request is passed down unchanged.
@@ -39,37 +68,104 @@ class _ConformalMixin(MetaEstimatorMixin):
                              f"got {size!r}")
         return spec
 
-    def _split(self, X, y):
-        """(X_train, y_train, X_cal, y_cal); with prefit everything is calibration data."""
+    def _split(self, X, y, groups=None):
+        """(X_train, y_train, X_cal, y_cal, groups_cal); with prefit all is calibration data."""
         if self.prefit:
-            return None, None, X, y
+            return None, None, X, y, groups
         n = X.shape[0]
         size = self.calibration_size
         n_cal = int(round(size * n)) if isinstance(size, float) else int(size)
         if n < 2 or n_cal < 1 or n_cal >= n:
             raise ValueError(f"cannot split {n} sample(s) into a training part and a calibration "
                              f"part of size {size!r}; pass more data or prefit=True")
-        return train_test_split(X, y, test_size=n_cal, random_state=self.random_state)[::1]
+        arrays = (X, y) if groups is None else (X, y, groups)
+        parts = train_test_split(*arrays, test_size=n_cal, random_state=self.random_state)
+        return parts[0], parts[2], parts[1], parts[3], (None if groups is None else parts[5])
 
-    def _calibrate_scores(self, scores, spec: RuleSpec) -> None:
-        self.calibration_ = calibrate_scores_spec(scores, spec)
-        self.lambda_ = self.calibration_.lambda_
-        self.risk_posterior_ = self.calibration_.posterior
-        self.n_calibration_ = int(np.asarray(scores).size)
+    def _calibrate_scores(self, scores, spec: RuleSpec, groups=None, values=None) -> None:
+        scores = np.asarray(scores, dtype=float)
+        self.n_calibration_ = int(scores.size)
+        if groups is None:
+            self.groups_ = None
+            self.calibration_ = calibrate_scores_spec(scores, spec, stacklevel=6)
+            self.lambda_ = self.calibration_.lambda_
+            self.risk_posterior_ = self.calibration_.posterior
+            return
+        values = np.unique(groups) if values is None else values
+        self.groups_ = values
+        self.calibration_, self.risk_posterior_ = {}, {}
+        lam = np.full(values.size, math.inf)
+        sizes = np.zeros(values.size, dtype=int)
+        weak = []
+        for j, g in enumerate(values):
+            s = scores[groups == g]
+            sizes[j] = s.size
+            key = g.item() if hasattr(g, "item") else g
+            if s.size == 0:
+                self.calibration_[key] = self.risk_posterior_[key] = None
+                weak.append(j)
+                continue
+            res = calibrate_scores_spec(s, spec, warn=False)
+            self.calibration_[key], self.risk_posterior_[key] = res, res.posterior
+            lam[j] = res.lambda_
+            if not res.feasible:
+                weak.append(j)
+        self.lambda_, self.group_sizes_ = lam, sizes
+        if weak:
+            level = f" with credibility beta={spec.beta:g}" if spec.rule.uses_beta else ""
+            listed = ", ".join(f"{values[j]!r} (n={sizes[j]})" for j in weak[:10])
+            more = f" and {len(weak) - 10} more" if len(weak) > 10 else ""
+            warnings.warn(
+                f"Mondrian calibration: {len(weak)} of {values.size} groups cannot certify "
+                f"risk <= alpha={spec.alpha:g}{level} with method {spec.method!r}; a group needs "
+                f"at least n={spec.min_n} calibration points even if every loss were 0. "
+                f"Groups {listed}{more} get the trivial predictor (infinite intervals / the "
+                f"label always in the set). Merge small groups or collect more calibration data.",
+                InfeasibleRiskWarning, stacklevel=4)
 
-    def plot_risk_posterior(self, ax=None):
-        """Density of the risk posterior L+ at the chosen lambda, alpha and beta marked."""
+    def _row_lambdas(self, groups, n: int):
+        """lambda per row (Mondrian) or the single lambda."""
+        if self.groups_ is None or getattr(self, "class_conditional", False):
+            if groups is not None:
+                raise ValueError("groups were passed to predict but not to fit; calibrate with "
+                                 "fit(X, y, groups=...) first")
+            return self.lambda_
+        if groups is None:
+            raise ValueError("this estimator was calibrated per group (fit(..., groups=...)); "
+                             "pass groups= for the rows to predict")
+        g = _check_groups(groups, n, "predict")
+        idx = np.clip(np.searchsorted(self.groups_, g), 0, self.groups_.size - 1)
+        unknown = self.groups_[idx] != g
+        if unknown.any():
+            raise ValueError(f"groups {list(np.unique(g[unknown])[:5])} were not seen at "
+                             f"calibration (known: {list(self.groups_[:10])}); no lambda is "
+                             "calibrated for them")
+        return self.lambda_[idx]
+
+    def plot_risk_posterior(self, ax=None, group=None):
+        """Density of the risk posterior L+ at the chosen lambda, alpha and beta marked.
+
+        For a Mondrian (per-group) calibration, name the ``group`` to plot.
+        """
         check_is_fitted(self, "risk_posterior_")
-        ax = self.risk_posterior_.plot(ax, alpha=self.alpha, beta=self.beta)
-        ax.set_title(f"{type(self).__name__} ({self.method}): risk posterior at "
-                     f"lambda = {self.lambda_:.4g}")
+        post, lam, tag = self.risk_posterior_, self.lambda_, ""
+        if isinstance(post, dict):
+            if group not in post or post[group] is None:
+                raise ValueError(f"per-group calibration: pass group= one of "
+                                 f"{[k for k, v in post.items() if v is not None][:10]}")
+            post, lam = post[group], self.calibration_[group].lambda_
+            tag = f", group {group!r}"
+        ax = post.plot(ax, alpha=self.alpha, beta=self.beta)
+        ax.set_title(f"{type(self).__name__} ({self.calibration_method_}{tag}): risk posterior "
+                     f"at lambda = {lam:.4g}")
         return ax
 
-
-def _order_split(parts):
-    # train_test_split returns X_tr, X_te, y_tr, y_te; reorder to (X_tr, y_tr, X_te, y_te).
-    x_tr, x_te, y_tr, y_te = parts
-    return x_tr, y_tr, x_te, y_te
+    @property
+    def calibration_method_(self) -> str:
+        cal = self.calibration_
+        first = next((c for c in cal.values() if c is not None), None) if isinstance(
+            cal, dict) else cal
+        return first.method if first is not None else str(self.method)
 
 
 # --------------------------------------------------------------------------- regression
@@ -79,18 +175,21 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
     Parameters
     ----------
     estimator : regressor, pair of regressors, or None
-        ``conformity_score="absolute"``: any regressor (default ``LinearRegression``); interval
-        ``y_hat +- lambda``. ``conformity_score="cqr"``: a quantile regressor (its ``quantile``
-        or, for
-        ``loss="quantile"`` models, ``alpha`` parameter is set to ``alpha/2`` and ``1-alpha/2``),
-        or a pair (lower, upper); interval ``[q_lo - lambda, q_hi + lambda]``.
-    method : {"bq", "crc", "rcps", "split"}
+        The point model (default ``LinearRegression``); for ``conformity_score="cqr"`` a
+        quantile regressor (its ``quantile`` or, for ``loss="quantile"`` models, ``alpha``
+        parameter is set to ``alpha/2`` and ``1-alpha/2``; default ``QuantileRegressor``) or a
+        pair (lower, upper).
+    method : {"bq", "crc", "rcps", "split"} or Rule
         ``bq``: Pr(coverage >= 1 - alpha | calibration data) >= beta (Snell & Griffiths);
         ``crc``/``split``: marginal coverage >= 1 - alpha; ``rcps``: confidence beta.
     alpha, beta : float in (0, 1)
     bound : float
         B for the miscoverage loss (1 is exact; larger is conservative).
-    conformity_score : {"absolute", "cqr"}
+    conformity_score : {"absolute", "normalized", "cqr"} or RegressionScore
+        ``absolute``: y_hat +- lambda. ``normalized``: y_hat +- lambda * sigma(x), sigma a
+        difficulty estimate (``NormalizedResidual(difficulty=...)``: kNN on |residual| by
+        default, any regressor, or the kNN spread of the targets). ``cqr``:
+        [q_lo - lambda, q_hi + lambda].
     prefit : bool
         The estimator is already fitted; all of ``fit``'s data is used for calibration.
     calibration_size : float or int
@@ -99,8 +198,8 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         RCPS bound.
     n_draws : int
         Monte Carlo draws when the posterior has no closed form.
-    random_state : int or None
-        Seed of the train/calibration split.
+    random_state : int, RandomState, Generator or None
+        Seed of the train/calibration split and of the Monte Carlo draws.
 
     Examples
     --------
@@ -109,6 +208,9 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
     >>> reg = ConformalRegressor(alpha=0.1, method="bq", random_state=0).fit(X, y)
     >>> reg.predict_interval(X[:2]).shape
     (2, 2)
+    >>> ada = ConformalRegressor(conformity_score="normalized", random_state=0).fit(X, y)
+    >>> bool((ada.predict_interval(X[:50]) @ [-1, 1]).std() > 0)   # widths vary with x
+    True
     """
 
     def __init__(self, estimator=None, *, method="bq", alpha=0.1, beta=0.95, bound=1.0,
@@ -127,96 +229,71 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         self.n_draws = n_draws
         self.random_state = random_state
 
-    def fit(self, X, y):
-        """Fit the regressor (unless prefit) and calibrate lambda on held-out data."""
-        spec = self._check_params()
-        if self.conformity_score not in ("absolute", "cqr"):
-            raise ValueError("conformity_score must be 'absolute' or 'cqr', "
-                             f"got {self.conformity_score!r}")
-        X, y = validate_data(self, X, y, y_numeric=True)
-        parts = self._split(X, y)
-        x_tr, y_tr, x_cal, y_cal = parts if self.prefit else _order_split(parts)
-        self.estimators_ = self._fitted_models(x_tr, y_tr)
-        return self._calibrate(x_cal, y_cal, spec)
+    def fit(self, X, y, groups=None):
+        """Fit the regressor (unless prefit) and calibrate lambda on held-out data.
 
-    def calibrate(self, X, y):
+        ``groups``: optional category per row for Mondrian (per-group) calibration.
+        """
+        spec = self._check_params()
+        score = get_regression_score(self.conformity_score)
+        X, y = validate_data(self, X, y, y_numeric=True)
+        if groups is not None:
+            groups = _check_groups(groups, X.shape[0], "fit")
+        x_tr, y_tr, x_cal, y_cal, g_cal = self._split(X, y, groups)
+        self.conformity_score_ = score.fit(self.estimator, x_tr, y_tr, alpha=spec.alpha,
+                                           prefit=self.prefit)
+        self.estimators_ = list(getattr(score, "models_", None) or [getattr(score, "model_",
+                                                                            None)])
+        return self._calibrate(x_cal, y_cal, spec, g_cal)
+
+    def calibrate(self, X, y, groups=None):
         """Re-calibrate lambda on new data, keeping the fitted model(s)."""
-        check_is_fitted(self, "estimators_")
+        check_is_fitted(self, "conformity_score_")
         spec = self._check_params()
         X, y = validate_data(self, X, y, y_numeric=True, reset=False)
-        return self._calibrate(X, y, spec)
+        if groups is not None:
+            groups = _check_groups(groups, X.shape[0], "calibrate")
+        return self._calibrate(X, y, spec, groups)
 
-    def _calibrate(self, X, y, spec):
-        lo, hi = self._bands(X)
-        scores = np.maximum(lo - y, y - hi) if self.conformity_score == "cqr" else np.abs(y - lo)
-        self._calibrate_scores(scores, spec)
+    def _calibrate(self, X, y, spec, groups=None):
+        self._calibrate_scores(self.conformity_score_.score(X, y), spec, groups)
         return self
-
-    def _fitted_models(self, X, y) -> list:
-        from sklearn.linear_model import LinearRegression, QuantileRegressor
-
-        est = self.estimator
-        if self.conformity_score == "absolute":
-            est = LinearRegression() if est is None else est
-            if self.prefit:
-                check_is_fitted(est)
-                return [est]
-            return [clone(est).fit(X, y)]
-        if isinstance(est, list | tuple):
-            if len(est) != 2:
-                raise ValueError("for conformity_score='cqr' pass one quantile regressor or a pair")
-            models = list(est)
-        else:
-            base = QuantileRegressor(alpha=0.0, solver="highs") if est is None else est
-            models = [_with_quantile(base, self.alpha / 2),
-                      _with_quantile(base, 1 - self.alpha / 2)]
-        if self.prefit:
-            for m in models:
-                check_is_fitted(m)
-            return models
-        return [clone(m).fit(X, y) for m in models]
-
-    def _bands(self, X):
-        pred = [np.asarray(m.predict(X), dtype=float).reshape(-1) for m in self.estimators_]
-        if self.conformity_score == "absolute":
-            return pred[0], pred[0]
-        return np.minimum(pred[0], pred[1]), np.maximum(pred[0], pred[1])
 
     def predict(self, X):
         """Point prediction (the model's, or the CQR band's midpoint)."""
-        check_is_fitted(self, "estimators_")
+        check_is_fitted(self, "conformity_score_")
         X = validate_data(self, X, reset=False)
-        lo, hi = self._bands(X)
-        return 0.5 * (lo + hi)
+        return self.conformity_score_.predict(X)
 
-    def predict_interval(self, X):
-        """(n, 2) array of [lower, upper]; +-inf when the request was infeasible."""
-        check_is_fitted(self, "estimators_")
+    def predict_interval(self, X, groups=None):
+        """(n, 2) array of [lower, upper]; +-inf where the request was infeasible."""
+        check_is_fitted(self, "conformity_score_")
         X = validate_data(self, X, reset=False)
-        lo, hi = self._bands(X)
-        return np.column_stack([lo - self.lambda_, hi + self.lambda_])
-
-
-def _with_quantile(model, q: float):
-    params = model.get_params()
-    if "quantile" in params:
-        return clone(model).set_params(quantile=q)
-    if params.get("loss") == "quantile" and "alpha" in params:
-        return clone(model).set_params(alpha=q)
-    raise ValueError("conformity_score='cqr' needs a quantile regressor (a 'quantile' parameter, "
-                     "or "
-                     f"loss='quantile' with 'alpha'); {type(model).__name__} has neither. "
-                     "Or pass a pair (lower, upper) of regressors.")
+        lam = self._row_lambdas(groups, X.shape[0])
+        iv = self.conformity_score_.interval(X, lam)
+        inf = ~np.isfinite(np.broadcast_to(lam, (X.shape[0],)))
+        iv[inf] = (-np.inf, np.inf)
+        return iv
 
 
 # --------------------------------------------------------------------------- classification
 class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
     """Prediction sets with a guarantee on miscoverage.
 
-    ``conformity_score="lac"``: set = {k : 1 - p_k(x) <= lambda}. ``conformity_score="aps"``:
-    set = classes whose
-    cumulative probability (classes sorted by probability, the class itself included) is
-    <= lambda. Other parameters as :class:`ConformalRegressor`; the default estimator is
+    The set is {k : s(x, k) <= lambda} for the ``conformity_score`` s:
+
+    * ``"lac"``: 1 - p_k(x);
+    * ``"aps"`` (deterministic): mass of the labels ranked strictly above k — the most likely
+      labels up to and including the one whose cumulative mass crosses lambda, never empty;
+    * ``"aps_randomized"``: APS + u p_k(x), u ~ U(0, 1) seeded by ``random_state`` (exact
+      coverage 1 - alpha on average; sets can be empty);
+    * ``"raps"``: APS + lam (rank - k_reg)^+ (``RAPS(k_reg=..., lam=...)``);
+    * ``"top_k"``: the rank of k (every set has the same size);
+    * or any :class:`~icml25.conformal.scores.ClassificationScore` instance.
+
+    ``class_conditional=True`` calibrates one lambda per class (coverage holds for every class,
+    not only on average over classes); ``fit(X, y, groups=...)`` per group of any taxonomy.
+    Other parameters as :class:`ConformalRegressor`; the default estimator is
     ``LogisticRegression``. ``predict`` returns the model's label, ``predict_set`` the sets.
 
     Examples
@@ -226,75 +303,96 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
     >>> clf = ConformalClassifier(alpha=0.1, method="crc", random_state=0).fit(X, y)
     >>> clf.predict_set(X[:3]).shape
     (3, 3)
+    >>> aps = ConformalClassifier(conformity_score="aps", method="crc", random_state=0).fit(X, y)
+    >>> bool(aps.predict_set(X).any(axis=1).all())                # never an empty set
+    True
     """
 
     def __init__(self, estimator=None, *, method="bq", alpha=0.1, beta=0.95, bound=1.0,
-                 conformity_score="lac", prefit=False, calibration_size=0.5,
-                 concentration="hb",
-                 n_draws=10_000, random_state=None):
+                 conformity_score="lac", class_conditional=False, prefit=False,
+                 calibration_size=0.5, concentration="hb", n_draws=10_000, random_state=None):
         self.estimator = estimator
         self.method = method
         self.alpha = alpha
         self.beta = beta
         self.bound = bound
         self.conformity_score = conformity_score
+        self.class_conditional = class_conditional
         self.prefit = prefit
         self.calibration_size = calibration_size
         self.concentration = concentration
         self.n_draws = n_draws
         self.random_state = random_state
 
-    def fit(self, X, y):
-        """Fit the classifier (unless prefit) and calibrate lambda on held-out data."""
+    def fit(self, X, y, groups=None):
+        """Fit the classifier (unless prefit) and calibrate lambda on held-out data.
+
+        ``groups``: optional category per row for Mondrian (per-group) calibration.
+        """
         from sklearn.linear_model import LogisticRegression
         from sklearn.utils.multiclass import check_classification_targets
 
         spec = self._check_params()
-        if self.conformity_score not in ("lac", "aps"):
-            raise ValueError("conformity_score must be 'lac' or 'aps', "
-                             f"got {self.conformity_score!r}")
+        score = get_classification_score(self.conformity_score)
+        self._check_conditional(groups)
         X, y = validate_data(self, X, y)
         check_classification_targets(y)
+        if groups is not None:
+            groups = _check_groups(groups, X.shape[0], "fit")
         est = LogisticRegression() if self.estimator is None else self.estimator
+        x_tr, y_tr, x_cal, y_cal, g_cal = self._split(X, y, groups)
         if self.prefit:
             check_is_fitted(est)
             self.estimator_ = est
-            x_cal, y_cal = X, y
         else:
-            x_tr, y_tr, x_cal, y_cal = _order_split(self._split(X, y))
             if np.unique(y_tr).size < 2:
                 raise ValueError("the training part holds a single class; pass more data")
             self.estimator_ = clone(est).fit(x_tr, y_tr)
         self.classes_ = np.asarray(self.estimator_.classes_)
-        return self._calibrate(x_cal, y_cal, spec)
+        self.conformity_score_ = score
+        return self._calibrate(x_cal, y_cal, spec, g_cal)
 
-    def calibrate(self, X, y):
+    def _check_conditional(self, groups) -> None:
+        if self.class_conditional not in (True, False):
+            raise ValueError(f"class_conditional must be True or False, got "
+                             f"{self.class_conditional!r}")
+        if self.class_conditional and groups is not None:
+            raise ValueError("pass either class_conditional=True or groups=, not both")
+
+    def calibrate(self, X, y, groups=None):
         """Re-calibrate lambda on new data, keeping the fitted classifier."""
         check_is_fitted(self, "estimator_")
         spec = self._check_params()
+        self._check_conditional(groups)
         X, y = validate_data(self, X, y, reset=False)
-        return self._calibrate(X, y, spec)
+        if groups is not None:
+            groups = _check_groups(groups, X.shape[0], "calibrate")
+        return self._calibrate(X, y, spec, groups)
 
-    def _calibrate(self, X, y, spec):
-        all_scores = self._class_scores(X)
-        pos = np.searchsorted(self.classes_, y)
-        pos = np.clip(pos, 0, self.classes_.size - 1)
+    def _calibrate(self, X, y, spec, groups=None):
+        self.seed_ = spec.random_state
+        score = self.conformity_score_
+        all_scores = self._label_scores(X, stream=1)
+        pos = np.clip(np.searchsorted(self.classes_, y), 0, self.classes_.size - 1)
         known = self.classes_[pos] == y
         # A label the model never saw can only be covered by the full set.
-        scores = np.where(known, all_scores[np.arange(len(y)), pos], np.inf)
-        scores = np.where(np.isinf(scores), 2.0, scores)
-        self._calibrate_scores(scores, spec)
+        sentinel = score.max_score(self.classes_.size) + 1.0
+        scores = np.where(known, all_scores[np.arange(len(y)), pos], sentinel)
+        if self.class_conditional:
+            # Points of a class the model never saw can never be covered; they say nothing
+            # about the classes it can predict.
+            self._calibrate_scores(scores[known], spec, self.classes_[pos[known]],
+                                   values=self.classes_)
+        else:
+            self._calibrate_scores(scores, spec, groups)
         return self
 
-    def _class_scores(self, X) -> np.ndarray:
+    def _label_scores(self, X, stream: int) -> np.ndarray:
         proba = np.asarray(self.estimator_.predict_proba(X), dtype=float)
-        if self.conformity_score == "lac":
-            return 1.0 - proba
-        order = np.argsort(-proba, axis=1, kind="stable")
-        cum = np.cumsum(np.take_along_axis(proba, order, axis=1), axis=1)
-        out = np.empty_like(proba)
-        np.put_along_axis(out, order, cum, axis=1)
-        return out
+        score = self.conformity_score_
+        u = (np.random.default_rng([self.seed_, stream]).random(proba.shape[0])
+             if score.randomized else None)
+        return np.asarray(score.label_scores(proba, u), dtype=float)
 
     def predict(self, X):
         check_is_fitted(self, "estimator_")
@@ -306,13 +404,18 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, reset=False)
         return self.estimator_.predict_proba(X)
 
-    def predict_set(self, X):
-        """Boolean (n, n_classes) membership matrix, columns in ``classes_`` order."""
+    def predict_set(self, X, groups=None):
+        """Boolean (n, n_classes) membership matrix, columns in ``classes_`` order.
+
+        Randomised scores draw their uniforms from ``random_state`` (the same X gives the same
+        sets on every call).
+        """
         check_is_fitted(self, "estimator_")
         X = validate_data(self, X, reset=False)
-        if not np.isfinite(self.lambda_):
-            return np.ones((X.shape[0], self.classes_.size), dtype=bool)
-        return self._class_scores(X) <= self.lambda_ + 1e-12
+        lam = np.asarray(self._row_lambdas(groups, X.shape[0]), dtype=float)
+        s = self._label_scores(X, stream=2)
+        lam = lam[None, :] if self.class_conditional else lam.reshape(-1, 1)
+        return (s <= lam + 1e-12) | ~np.isfinite(lam)
 
 
 # --------------------------------------------------------------------------- risk control
@@ -387,7 +490,7 @@ class RiskController(_ConformalMixin, BaseEstimator):
             self.estimator_ = self.estimator
             x_cal, y_cal = X, Y
         else:
-            x_tr, y_tr, x_cal, y_cal = _order_split(self._split(X, Y))
+            x_tr, y_tr, x_cal, y_cal, _ = self._split(X, Y)
             self.estimator_ = clone(self.estimator).fit(x_tr, y_tr)
         return self._calibrate(x_cal, y_cal, spec)
 

@@ -1,0 +1,407 @@
+"""Conformity scores as strategy objects, for :class:`ConformalRegressor` and
+:class:`ConformalClassifier`.
+
+Every score turns a model's output into a nonconformity score s(x, y); the estimators calibrate a
+threshold lambda on the calibration scores s(x_i, y_i) with any rule (``bq``, ``crc``, ...) and
+predict {y : s(x, y) <= lambda}. Whatever the score, coverage is guaranteed by the rule; the score
+only decides the *shape* of the sets (adaptive or not).
+
+Regression (``fit`` the model(s), ``score`` residuals, ``interval`` at a lambda):
+
+* ``"absolute"`` — :class:`AbsoluteResidual`: |y - f(x)|, interval f(x) +- lambda.
+* ``"normalized"`` — :class:`NormalizedResidual`: |y - f(x)| / sigma(x) with a difficulty estimate
+  sigma (any regressor fitted on |residual|, or the kNN spread of the training targets);
+  interval f(x) +- lambda sigma(x): wide where the model is unsure, narrow where it is not.
+* ``"cqr"`` — :class:`CQR`: conformalised quantile regression, max(q_lo(x) - y, y - q_hi(x)).
+
+Classification (score of every label from ``predict_proba``; ``u`` uniforms for randomised ones):
+
+* ``"lac"`` — :class:`LAC`: 1 - p_y(x). Smallest sets on average, not adaptive.
+* ``"aps"`` — :class:`APS`: the probability mass ranked *strictly above* y. The set takes labels in
+  order of probability up to and including the one whose cumulative mass crosses lambda, so it is
+  never empty. ``APS(randomized=True)`` (``"aps_randomized"``) adds u * p_y, u ~ U(0, 1): exact
+  coverage 1 - alpha on average (sets may then be empty).
+* ``"raps"`` — :class:`RAPS`: APS plus lam * (rank(y) - k_reg)^+ (Angelopoulos et al. 2021),
+  which penalises long tails of unlikely labels: smaller sets at the same coverage.
+* ``"top_k"`` — :class:`TopK`: the rank of y; every set has the same size.
+
+Add a score by subclassing :class:`RegressionScore` / :class:`ClassificationScore` and passing an
+instance as ``conformity_score=`` (or registering it in :data:`REGRESSION_SCORES` /
+:data:`CLASSIFICATION_SCORES`).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["APS", "CLASSIFICATION_SCORES", "CQR", "LAC", "RAPS", "REGRESSION_SCORES",
+           "AbsoluteResidual", "ClassificationScore", "NormalizedResidual", "RegressionScore",
+           "TopK", "get_classification_score", "get_regression_score"]
+
+
+class _Strategy:
+    name = ""
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.endswith("_"))
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other) -> bool:
+        if type(self) is not type(other):
+            return False
+        mine = {k: v for k, v in vars(self).items() if not k.endswith("_")}
+        theirs = {k: v for k, v in vars(other).items() if not k.endswith("_")}
+        return repr(mine) == repr(theirs)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+
+# --------------------------------------------------------------------------- regression
+class RegressionScore(_Strategy):
+    """Base class. ``fit`` stores fitted models on the (copied) score; then score / interval."""
+
+    def fit(self, estimator, X, y, *, alpha: float, prefit: bool) -> RegressionScore:
+        raise NotImplementedError
+
+    def predict(self, X) -> np.ndarray:
+        raise NotImplementedError
+
+    def score(self, X, y) -> np.ndarray:
+        raise NotImplementedError
+
+    def interval(self, X, lam) -> np.ndarray:
+        raise NotImplementedError
+
+
+def _fit_or_check(model, X, y, prefit: bool, default):
+    model = default() if model is None else model
+    if prefit:
+        check_is_fitted(model)
+        return model
+    return clone(model).fit(X, y)
+
+
+def _pred(model, X) -> np.ndarray:
+    return np.asarray(model.predict(X), dtype=float).reshape(-1)
+
+
+class AbsoluteResidual(RegressionScore):
+    """|y - f(x)|; interval f(x) +- lambda (the same width everywhere)."""
+
+    name = "absolute"
+
+    def fit(self, estimator, X, y, *, alpha, prefit):
+        from sklearn.linear_model import LinearRegression
+
+        self.model_ = _fit_or_check(estimator, X, y, prefit, LinearRegression)
+        return self
+
+    def predict(self, X):
+        return _pred(self.model_, X)
+
+    def score(self, X, y):
+        return np.abs(y - self.predict(X))
+
+    def interval(self, X, lam):
+        f = self.predict(X)
+        return np.column_stack([f - lam, f + lam])
+
+
+class _KNNSpread:
+    """sigma(x) = standard deviation of the targets of the k nearest training points."""
+
+    def __init__(self, n_neighbors: int):
+        self.n_neighbors = n_neighbors
+
+    def fit(self, X, y):
+        from sklearn.neighbors import NearestNeighbors
+
+        k = min(self.n_neighbors, X.shape[0])
+        self.nn_ = NearestNeighbors(n_neighbors=k).fit(X)
+        self.y_ = np.asarray(y, dtype=float)
+        return self
+
+    def predict(self, X):
+        idx = self.nn_.kneighbors(X, return_distance=False)
+        return self.y_[idx].std(axis=1)
+
+
+class NormalizedResidual(RegressionScore):
+    """|y - f(x)| / sigma(x): locally adaptive intervals f(x) +- lambda * sigma(x).
+
+    Parameters
+    ----------
+    difficulty : "knn", "knn_spread" or a regressor
+        How sigma(x) is estimated on the training part: ``"knn"`` — mean |residual| of the
+        ``n_neighbors`` nearest training points (a ``KNeighborsRegressor`` on |residual|);
+        ``"knn_spread"`` — standard deviation of their targets; a regressor — fitted on
+        (X_train, |residual|). Residuals are out-of-fold (``cv`` folds) unless ``cv=None``
+        (in-sample: cheaper, but flat for models that interpolate, e.g. forests).
+        With ``prefit=True`` there is no training part: pass a *fitted* regressor that predicts
+        the spread from X.
+    n_neighbors : int
+    cv : int or None
+    min_spread : float
+        sigma is floored at ``min_spread`` times the mean training |residual| (no division by 0).
+    """
+
+    name = "normalized"
+
+    def __init__(self, difficulty="knn", n_neighbors: int = 25, cv: int | None = 5,
+                 min_spread: float = 0.05):
+        self.difficulty = difficulty
+        self.n_neighbors = n_neighbors
+        self.cv = cv
+        self.min_spread = min_spread
+
+    def fit(self, estimator, X, y, *, alpha, prefit):
+        from sklearn.linear_model import LinearRegression
+        from sklearn.model_selection import cross_val_predict
+        from sklearn.neighbors import KNeighborsRegressor
+
+        if not (isinstance(self.min_spread, float | int) and self.min_spread > 0):
+            raise ValueError(f"min_spread must be positive, got {self.min_spread!r}")
+        self.model_ = _fit_or_check(estimator, X, y, prefit, LinearRegression)
+        if prefit:
+            if isinstance(self.difficulty, str) or not hasattr(self.difficulty, "predict"):
+                raise ValueError("with prefit=True there is no training data for the difficulty "
+                                 "estimator: pass NormalizedResidual(difficulty=<a fitted "
+                                 "regressor of |residual| on X, trained on data not used for "
+                                 "calibration>)")
+            check_is_fitted(self.difficulty)
+            self.difficulty_ = self.difficulty
+            self.floor_ = None
+            return self
+        if self.difficulty == "knn_spread":
+            self.difficulty_ = _KNNSpread(int(self.n_neighbors)).fit(X, y)
+            spread = self.difficulty_.predict(X)
+        else:
+            if self.difficulty == "knn":
+                diff = KNeighborsRegressor(n_neighbors=min(int(self.n_neighbors), X.shape[0]))
+            elif isinstance(self.difficulty, str) or not hasattr(self.difficulty, "fit"):
+                raise ValueError(f"difficulty must be 'knn', 'knn_spread' or a regressor, got "
+                                 f"{self.difficulty!r}")
+            else:
+                diff = clone(self.difficulty)
+            base = LinearRegression() if estimator is None else estimator
+            if self.cv is not None and X.shape[0] >= 2 * int(self.cv):
+                fitted = cross_val_predict(clone(base), X, y, cv=int(self.cv))
+            else:
+                fitted = _pred(self.model_, X)
+            resid = np.abs(np.asarray(y, dtype=float) - np.asarray(fitted, dtype=float))
+            self.difficulty_ = diff.fit(X, resid)
+            spread = resid
+        scale = float(np.mean(np.abs(spread))) if spread.size else 0.0
+        self.floor_ = self.min_spread * scale if scale > 0 else 1e-12
+        return self
+
+    def spread(self, X) -> np.ndarray:
+        """sigma(x) used to scale the interval."""
+        s = np.maximum(_pred(self.difficulty_, X), 0.0)
+        floor = self.floor_ if self.floor_ is not None else 1e-12
+        return np.maximum(s, floor)
+
+    def predict(self, X):
+        return _pred(self.model_, X)
+
+    def score(self, X, y):
+        return np.abs(y - self.predict(X)) / self.spread(X)
+
+    def interval(self, X, lam):
+        f, s = self.predict(X), self.spread(X)
+        return np.column_stack([f - lam * s, f + lam * s])
+
+
+class CQR(RegressionScore):
+    """Conformalised quantile regression: max(q_lo(x) - y, y - q_hi(x)).
+
+    The estimator is one quantile regressor (its ``quantile`` or, for ``loss="quantile"`` models,
+    ``alpha`` parameter is set to alpha/2 and 1 - alpha/2; default ``QuantileRegressor``) or a
+    pair (lower, upper). Interval [q_lo - lambda, q_hi + lambda].
+    """
+
+    name = "cqr"
+
+    def fit(self, estimator, X, y, *, alpha, prefit):
+        from sklearn.linear_model import QuantileRegressor
+
+        if isinstance(estimator, list | tuple):
+            if len(estimator) != 2:
+                raise ValueError("for conformity_score='cqr' pass one quantile regressor or a pair")
+            models = list(estimator)
+        else:
+            base = QuantileRegressor(alpha=0.0, solver="highs") if estimator is None else estimator
+            models = [_with_quantile(base, alpha / 2), _with_quantile(base, 1 - alpha / 2)]
+        if prefit:
+            for m in models:
+                check_is_fitted(m)
+            self.models_ = models
+        else:
+            self.models_ = [clone(m).fit(X, y) for m in models]
+        return self
+
+    def _bands(self, X):
+        lo, hi = (_pred(m, X) for m in self.models_)
+        return np.minimum(lo, hi), np.maximum(lo, hi)
+
+    def predict(self, X):
+        lo, hi = self._bands(X)
+        return 0.5 * (lo + hi)
+
+    def score(self, X, y):
+        lo, hi = self._bands(X)
+        return np.maximum(lo - y, y - hi)
+
+    def interval(self, X, lam):
+        lo, hi = self._bands(X)
+        return np.column_stack([lo - lam, hi + lam])
+
+
+def _with_quantile(model, q: float):
+    params = model.get_params()
+    if "quantile" in params:
+        return clone(model).set_params(quantile=q)
+    if params.get("loss") == "quantile" and "alpha" in params:
+        return clone(model).set_params(alpha=q)
+    raise ValueError("conformity_score='cqr' needs a quantile regressor (a 'quantile' parameter, "
+                     f"or loss='quantile' with 'alpha'); {type(model).__name__} has neither. "
+                     "Or pass a pair (lower, upper) of regressors.")
+
+
+# --------------------------------------------------------------------------- classification
+class ClassificationScore(_Strategy):
+    """Base class: ``label_scores(proba, u)`` gives s(x, k) for every label k (n, K).
+
+    The set is {k : s(x, k) <= lambda}. ``randomized`` scores receive ``u`` (n,) uniforms, one
+    per example (the same u for every label of an example); others receive ``u=None``.
+    ``max_score(K)`` bounds the scores (a label the model never saw is scored above it).
+    """
+
+    randomized = False
+
+    def label_scores(self, proba: np.ndarray, u: np.ndarray | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def max_score(self, n_classes: int) -> float:
+        return 1.0
+
+
+class LAC(ClassificationScore):
+    """Least ambiguous classifier: s = 1 - p_k(x)."""
+
+    name = "lac"
+
+    def label_scores(self, proba, u):
+        return 1.0 - proba
+
+
+def _ranked(proba):
+    """(mass strictly above each label, 1-based rank of each label), ties broken by index."""
+    order = np.argsort(-proba, axis=1, kind="stable")
+    srt = np.take_along_axis(proba, order, axis=1)
+    above = np.cumsum(srt, axis=1) - srt
+    mass = np.empty_like(proba)
+    np.put_along_axis(mass, order, above, axis=1)
+    rank = np.empty(proba.shape, dtype=float)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(1, proba.shape[1] + 1.0),
+                                                   proba.shape).copy(), axis=1)
+    return np.clip(mass, 0.0, 1.0), rank
+
+
+class APS(ClassificationScore):
+    """Adaptive prediction sets: s(x, k) = mass of the labels ranked strictly above k.
+
+    Deterministic (default): the set is the most likely labels up to and including the one whose
+    cumulative mass crosses lambda — never empty, the top label is always in. ``randomized=True``
+    adds u * p_k(x), u ~ U(0, 1) (Romano et al. 2020): coverage exactly 1 - alpha on average.
+    """
+
+    name = "aps"
+
+    def __init__(self, randomized: bool = False):
+        self.randomized = randomized
+
+    def label_scores(self, proba, u):
+        above, _ = _ranked(proba)
+        if self.randomized:
+            return above + u[:, None] * proba
+        return above
+
+
+class RAPS(APS):
+    """Regularised APS: APS + lam * (rank - k_reg)^+ (Angelopoulos et al. 2021).
+
+    Labels past the ``k_reg`` most likely ones pay ``lam`` per rank, which cuts the long tail of
+    unlikely labels that APS adds when the model is unsure. ``randomized`` as for :class:`APS`.
+    """
+
+    name = "raps"
+
+    def __init__(self, k_reg: int = 1, lam: float = 0.01, randomized: bool = False):
+        self.k_reg = k_reg
+        self.lam = lam
+        self.randomized = randomized
+
+    def _check(self):
+        if not (isinstance(self.k_reg, int | np.integer) and self.k_reg >= 0):
+            raise ValueError(f"k_reg must be a non-negative int, got {self.k_reg!r}")
+        if not (isinstance(self.lam, float | int) and self.lam >= 0):
+            raise ValueError(f"lam must be a non-negative number, got {self.lam!r}")
+
+    def label_scores(self, proba, u):
+        self._check()
+        above, rank = _ranked(proba)
+        s = above + self.lam * np.maximum(rank - self.k_reg, 0.0)
+        if self.randomized:
+            s = s + u[:, None] * proba
+        return s
+
+    def max_score(self, n_classes):
+        return 1.0 + self.lam * max(n_classes - self.k_reg, 0)
+
+
+class TopK(ClassificationScore):
+    """s = rank of the label (1 = most likely): every set holds the same number of labels."""
+
+    name = "top_k"
+
+    def label_scores(self, proba, u):
+        return _ranked(proba)[1]
+
+    def max_score(self, n_classes):
+        return float(n_classes)
+
+
+REGRESSION_SCORES: dict[str, RegressionScore] = {
+    "absolute": AbsoluteResidual(), "normalized": NormalizedResidual(), "cqr": CQR()}
+CLASSIFICATION_SCORES: dict[str, ClassificationScore] = {
+    "lac": LAC(), "aps": APS(), "aps_randomized": APS(randomized=True), "raps": RAPS(),
+    "top_k": TopK()}
+
+
+def _get(score, registry: dict, base: type, kind: str):
+    if isinstance(score, str):
+        try:
+            return copy.deepcopy(registry[score])
+        except KeyError:
+            raise ValueError(f"conformity_score must be one of {tuple(registry)} or a "
+                             f"{base.__name__} instance, got {score!r}") from None
+    if isinstance(score, base):
+        return copy.deepcopy(score)
+    raise ValueError(f"conformity_score for a {kind} must be one of {tuple(registry)} or a "
+                     f"{base.__name__} instance, got {score!r}")
+
+
+def get_regression_score(score) -> RegressionScore:
+    """A fresh copy of a registered regression score (by name) or of the given instance."""
+    return _get(score, REGRESSION_SCORES, RegressionScore, "regressor")
+
+
+def get_classification_score(score) -> ClassificationScore:
+    """A fresh copy of a registered classification score (by name) or of the given instance."""
+    return _get(score, CLASSIFICATION_SCORES, ClassificationScore, "classifier")
