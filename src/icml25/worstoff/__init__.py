@@ -3,8 +3,8 @@
 Fischer-Abaigar, Kern & Perdomo, "The Value of Prediction in Identifying the Worst-Off"
 (ICML 2025). Gaussian closed forms (:mod:`.theory`), a fast vectorised bivariate normal CDF
 (:mod:`.bvn`), a Monte Carlo check (:mod:`.montecarlo`), empirical tools for a user's own outcomes
-and predictions (:mod:`.empirical`) and a synthetic stand-in for the paper's case study
-(:mod:`.casestudy`).
+and predictions (:mod:`.empirical`), bootstrap intervals for them (:mod:`.uncertainty`) and a
+synthetic stand-in for the paper's case study (:mod:`.casestudy`).
 
 >>> from icml25.worstoff import value, par, local_par
 >>> round(value(0.2, 0.2, 0.2), 3), round(local_par(0.2, 0.2, 0.2), 2)
@@ -38,8 +38,18 @@ from icml25.worstoff.theory import (
     prop33_region,
     value,
 )
+from icml25.worstoff.uncertainty import (
+    MeaninglessPARWarning,
+    ScreeningEvaluation,
+    bootstrap_evaluation,
+    predictor_problems,
+)
 
 __all__ = [
+    "MeaninglessPARWarning",
+    "ScreeningEvaluation",
+    "bootstrap_evaluation",
+    "predictor_problems",
     "bvn_cdf",
     "capacity_needed",
     "delta_alpha_star",

@@ -110,9 +110,17 @@ def _read_columns(path: Path, columns: list[str], on_missing: str | None, dropna
         raise _fail(str(exc)) from None
 
 
+def _fmt_ci(ci, digits: str = ".3f") -> str:
+    def f(v) -> str:
+        return "inf" if v == float("inf") else format(v, digits)
+
+    return f"[{f(ci[0])}, {f(ci[1])}]"
+
+
 @app.command()
 def evaluate(
-    data: Annotated[Path, typer.Argument(help="CSV file with outcome and prediction columns.")],
+    data: Annotated[Path, typer.Argument(
+        help="CSV/TSV (or Parquet) file with outcome and prediction columns.")],
     outcome: Annotated[str, typer.Option(help="Outcome column.")],
     prediction: Annotated[str, typer.Option(help="Prediction column.")],
     baseline: Annotated[str | None, typer.Option(
@@ -123,26 +131,30 @@ def evaluate(
         help="Higher outcomes are worse (e.g. unemployment duration).")] = False,
     d_alpha: Annotated[float, typer.Option(help="Capacity step for PAR.")] = 0.1,
     d_r2: Annotated[float, typer.Option(help="R^2 step for PAR.")] = 0.1,
+    n_boot: Annotated[int, typer.Option(
+        "--n-boot", min=10, help="Bootstrap resamples for the intervals.")] = 1000,
+    level: Annotated[float, typer.Option(
+        min=0.5, max=0.999, help="Confidence level of the percentile intervals.")] = 0.95,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
     out: Annotated[Path, typer.Option("--out", help="Folder for the figures.")] = Path(
         "worstoff-evaluation"),
     on_missing: OnMissing = None,
     dropna: DropNA = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the figures and their intervals (*_ci = [low, high]) as JSON.")]
+    = False,
 ) -> None:
     """Recall curves, capacity for a target recall, empirical PAR (and Delta-alpha*) for your
-    own outcomes and predictions; prints a table and writes figures."""
+    own outcomes and predictions, with seeded percentile-bootstrap intervals; prints a table
+    (or JSON) and writes figures."""
     import numpy as np
     from rich.console import Console
     from rich.table import Table
 
     from icml25.core import save_figure
-    from icml25.worstoff.empirical import (
-        capacity_needed,
-        delta_alpha_star,
-        empirical_par,
-        empirical_value,
-        r2_score,
-    )
+    from icml25.worstoff.empirical import delta_alpha_star, empirical_value, r2_score
     from icml25.worstoff.plots import delta_alpha_curves, par_curves, recall_curves
+    from icml25.worstoff.uncertainty import bootstrap_evaluation, predictor_problems
 
     beta = beta or [0.05, 0.15, 0.25]
     cols = [outcome, prediction] + ([baseline] if baseline else [])
@@ -153,14 +165,18 @@ def evaluate(
     lower = not higher_is_worse
     alphas = np.round(np.arange(0.05, min(0.95, 1 - d_alpha) + 1e-9, 0.05), 2)
     grid = np.linspace(0, 1, 201)
+    targets = [0.5, 0.75, 0.9]
     try:
         for b in beta:
             if not 0 < b < 1:
                 raise ValueError(f"beta must lie in (0, 1), got {b}")
         r2 = r2_score(y, yhat)
+        problems = predictor_problems(y, yhat)
+        evals = {b: bootstrap_evaluation(y, yhat, alphas, b, d_alpha, d_r2,
+                                         recall_targets=targets, n_boot=n_boot, level=level,
+                                         seed=seed, lower_is_worse=lower, warn=False)
+                 for b in beta}
         recall = {b: empirical_value(y, yhat, grid, b, lower_is_worse=lower) for b in beta}
-        pars = {b: empirical_par(y, yhat, alphas, b, d_alpha, d_r2, lower_is_worse=lower)
-                for b in beta}
         curves = {f"prediction (R2={r2:.3f})": recall}
         stars = {}
         if base is not None:
@@ -171,33 +187,81 @@ def evaluate(
     except ValueError as exc:
         raise _fail(str(exc)) from None
 
-    console = Console()
-    if sel.dropped_lines:
-        console.print(sel.dropped_report())
-    console.print(f"n = {y.size:,}, R2 = {r2:.4f}, worst-off = "
-                  f"{'highest' if higher_is_worse else 'lowest'} outcomes")
-    for b in beta:
-        cap = capacity_needed(y, yhat, b, [0.5, 0.75, 0.9], lower_is_worse=lower)
-        table = Table("alpha", "recall", f"PAR (steps {d_alpha:g}/{d_r2:g})",
-                      *(["Delta-alpha*"] if stars else []),
-                      title=f"beta = {b:g}; capacity for 50/75/90% recall: "
-                            f"{cap[0]:.3f} / {cap[1]:.3f} / {cap[2]:.3f}")
-        v = empirical_value(y, yhat, alphas, b, lower_is_worse=lower)
-        for i, a in enumerate(alphas):
-            row = [f"{a:.2f}", f"{v[i]:.3f}", f"{pars[b][i]:.3g}"]
-            if stars:
-                row.append(f"{stars[b][i]:.3f}")
-            table.add_row(*row)
-        console.print(table)
+    for problem in problems:
+        typer.echo(f"warning: {problem}", err=True)
     out.mkdir(parents=True, exist_ok=True)
+    regime = f"R2 = {r2:.3f}"
     written = [save_figure(recall_curves(grid, curves, title="Recall on the worst-off"),
                            out / "recall_vs_alpha"),
-               save_figure(par_curves(alphas, {f"R2 = {r2:.3f}": pars},
-                                      title=f"Empirical PAR, steps {d_alpha:g}/{d_r2:g}"),
+               save_figure(par_curves(alphas, {regime: {b: e.par for b, e in evals.items()}},
+                                      bands={regime: {b: e.par_ci for b, e in evals.items()}},
+                                      title=f"Empirical PAR, steps {d_alpha:g}/{d_r2:g}, "
+                                            f"{level:.0%} bootstrap band"
+                                            + (" (MEANINGLESS: see warnings)" if problems
+                                               else "")),
                            out / "par")]
     if stars:
         written.append(save_figure(delta_alpha_curves(alphas, stars,
                                                       title="Extra capacity the baseline needs"),
                                    out / "delta_alpha_star"))
+    if as_json:
+        r2_ci = next(iter(evals.values())).r2_ci
+        doc = {
+            "n": int(y.size), "rows": sel.to_dict(), "r2": r2,
+            "r2_ci": [float(r2_ci[0]), float(r2_ci[1])],
+            "worst_off": "highest" if higher_is_worse else "lowest",
+            "n_boot": n_boot, "level": level, "seed": seed,
+            "meaningful": not problems, "warnings": problems,
+            "betas": [],
+            "figures": [str(p) for p in written],
+        }
+        for b, ev in evals.items():
+            d = ev.to_dict()
+            for k in ("n", "n_boot", "level", "seed", "r2", "r2_ci"):
+                d.pop(k)
+            if stars:
+                d["delta_alpha_star"] = [None if not np.isfinite(v) else float(v)
+                                         for v in stars[b]]
+            doc["betas"].append(d)
+        typer.echo(json.dumps(doc, indent=2))
+        return
+
+    import sys
+
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    if sel.dropped_lines:
+        console.print(sel.dropped_report())
+    r2_ci = next(iter(evals.values())).r2_ci
+    console.print(f"n = {y.size:,}, R2 = {r2:.4f} {_fmt_ci(r2_ci, '.4f')}, worst-off = "
+                  f"{'highest' if higher_is_worse else 'lowest'} outcomes; intervals: "
+                  f"{level:.0%} percentile bootstrap, {n_boot} resamples, seed {seed}")
+    if problems:
+        console.print("The PAR is meaningless for this predictor (see the warnings); it is "
+                      "shown for completeness only and no lever is recommended.")
+    for b, ev in evals.items():
+        cap = " / ".join(f"{c:.3f} {_fmt_ci(ci)}"
+                         for c, ci in zip(ev.capacity, ev.capacity_ci, strict=True))
+        par_head = f"PAR (steps {d_alpha:g}/{d_r2:g})" + (" MEANINGLESS" if problems else "")
+        table = Table("alpha", "recall", "recall CI", f"recall at +{d_alpha:g}",
+                      f"recall, R2+{d_r2:g}", par_head, "PAR CI",
+                      *(["lever (equal costs)"] if not problems else []),
+                      *(["Delta-alpha*"] if stars else []),
+                      title=f"beta = {b:g}; capacity for 50/75/90% recall: {cap}")
+        levers = ev.lever()
+        for i, a in enumerate(alphas):
+            row = [f"{a:.2f}", f"{ev.recall[i]:.3f}", _fmt_ci(ev.recall_ci[i]),
+                   f"{ev.recall_more_access[i]:.3f}", f"{ev.recall_better_prediction[i]:.3f}",
+                   f"{ev.par[i]:.3g}", _fmt_ci(ev.par_ci[i], ".3g")]
+            if not problems:
+                row.append(levers[i])
+            if stars:
+                row.append(f"{stars[b][i]:.3f}")
+            table.add_row(*row)
+        console.print(table)
+    if not problems:
+        console.print("lever: 'expand access' when the whole PAR interval is above 1 (a "
+                      "capacity step buys more recall than an R2 step), 'improve prediction' "
+                      "when it is below 1, 'unclear' otherwise. With unequal costs, expand "
+                      "access iff cost(access step) / cost(prediction step) < PAR.")
     for path in written:
         console.print(f"wrote {path}")

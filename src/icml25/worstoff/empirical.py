@@ -181,8 +181,13 @@ def predictions_at_r2(y, yhat, target_r2: float, *, seed=0) -> np.ndarray:
     return _calibrated_noise(y, yhat, target_r2, make_rng(seed))
 
 
-def empirical_par(y, yhat, alpha, beta, d_alpha=0.1, d_r2=0.1, *, lower_is_worse: bool = True):
+def empirical_par(y, yhat, alpha, beta, d_alpha=0.1, d_r2=0.1, *, lower_is_worse: bool = True,
+                  warn: bool = True):
     """Empirical prediction-access ratio, vectorised over ``alpha``.
+
+    Warns (:class:`~icml25.worstoff.uncertainty.MeaninglessPARWarning`, with the reason) when
+    R^2 <= 0 or ``yhat`` is constant: the PAR then means nothing. For intervals, see
+    :func:`~icml25.worstoff.uncertainty.bootstrap_evaluation`.
 
     ``[V(alpha + d_alpha) - V(alpha)] / [V+(alpha) - V(alpha)]`` where ``V+`` uses
     :func:`improve_predictions` ``(y, yhat, d_r2)``. A non-positive denominator (the better model
@@ -194,6 +199,13 @@ def empirical_par(y, yhat, alpha, beta, d_alpha=0.1, d_r2=0.1, *, lower_is_worse
     if (alpha + d_alpha > 1 + 1e-12).any():
         raise ValueError("alpha + d_alpha must not exceed 1")
     better = improve_predictions(y, yhat, d_r2)
+    if warn:
+        import warnings
+
+        from icml25.worstoff.uncertainty import MeaninglessPARWarning, predictor_problems
+
+        for problem in predictor_problems(y, yhat):
+            warnings.warn(problem, MeaninglessPARWarning, stacklevel=2)
     return _par_from(y, yhat, better, alpha, beta, d_alpha, lower_is_worse)
 
 

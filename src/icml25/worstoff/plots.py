@@ -104,8 +104,10 @@ def recall_curves(alphas, curves: dict[str, dict[float, np.ndarray]], *, theory_
     return fig
 
 
-def par_curves(alphas, curves: dict[str, dict[float, np.ndarray]], *, title: str):
-    """PAR vs alpha, one panel per R^2 regime (``curves[regime][beta]``), log y-axis."""
+def par_curves(alphas, curves: dict[str, dict[float, np.ndarray]], *, title: str,
+               bands: dict[str, dict[float, np.ndarray]] | None = None):
+    """PAR vs alpha, one panel per R^2 regime (``curves[regime][beta]``), log y-axis; optional
+    ``bands[regime][beta]`` ((k, 2) low/high rows, e.g. bootstrap intervals) are shaded."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     regimes = list(curves)
@@ -114,7 +116,14 @@ def par_curves(alphas, curves: dict[str, dict[float, np.ndarray]], *, title: str
     for ax, regime in zip(axes[0], regimes, strict=True):
         for beta, values in sorted(curves[regime].items()):
             v = np.asarray(values, dtype=float)
-            ax.plot(alphas, np.where(np.isfinite(v) & (v > 0), v, np.nan), label=f"beta={beta:g}")
+            (line,) = ax.plot(alphas, np.where(np.isfinite(v) & (v > 0), v, np.nan),
+                              label=f"beta={beta:g}")
+            band = (bands or {}).get(regime, {}).get(beta)
+            if band is not None:
+                b = np.asarray(band, dtype=float)
+                lo = np.where(b[:, 0] > 0, b[:, 0], np.nan)
+                hi = np.where(np.isfinite(b[:, 1]), b[:, 1], np.nan)
+                ax.fill_between(alphas, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
         ax.axhline(1.0, color="k", ls=":", lw=1)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))

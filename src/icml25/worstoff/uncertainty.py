@@ -1,0 +1,295 @@
+"""Sampling uncertainty of the empirical quantities, and when the PAR means nothing.
+
+* :func:`bootstrap_evaluation` - seeded, vectorised percentile bootstrap (resampling people) of
+  R^2, the recall at each alpha, the recall one capacity step later, the recall of the "slightly
+  better model" (residual scaling, recomputed on each resample), the two gains, the empirical
+  PAR and the capacity needed for target recalls. Point estimates equal
+  :func:`~icml25.worstoff.empirical.empirical_value` / :func:`~.empirical.empirical_par` /
+  :func:`~.empirical.capacity_needed` exactly (same tie handling).
+* :func:`predictor_problems` - the reasons the PAR is meaningless for a predictor (R^2 <= 0, a
+  constant predictor); :func:`bootstrap_evaluation` and :func:`~.empirical.empirical_par` warn
+  with them (:class:`MeaninglessPARWarning`).
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(0); y = rng.normal(size=2000)
+>>> p = 0.45 * y + rng.normal(0, .5, 2000)
+>>> ev = bootstrap_evaluation(y, p, [0.2], 0.2, n_boot=200, seed=0)
+>>> lo, hi = ev.par_ci[0]; bool(lo < ev.par[0] < hi), ev.meaningful
+(True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+
+from icml25.worstoff._validation import check_fraction, check_outcomes, check_positive
+
+__all__ = [
+    "MeaninglessPARWarning",
+    "ScreeningEvaluation",
+    "bootstrap_evaluation",
+    "predictor_problems",
+]
+
+
+class MeaninglessPARWarning(UserWarning):
+    """The predictor carries no usable signal (R^2 <= 0 or constant): its PAR means nothing."""
+
+
+def predictor_problems(y, yhat) -> list[str]:
+    """Reasons why PAR comparisons for ``yhat`` are meaningless; empty when there are none."""
+    y, yhat = check_outcomes(y, yhat)
+    out = []
+    if np.ptp(yhat) == 0:
+        out.append(f"the predictor is constant ({yhat[0]:g} for all {yhat.size} rows): "
+                   "screening by it is random, so recall equals alpha, and 'improving' it by "
+                   "residual scaling turns it into the outcome itself; the PAR is meaningless "
+                   "and no recommendation is made")
+    sst = np.sum((y - y.mean()) ** 2)
+    r2 = 1.0 - np.sum((y - yhat) ** 2) / sst if sst > 0 else np.nan
+    if not r2 > 0:
+        out.append(f"R^2 = {r2:.3g} <= 0: the predictor explains none of the outcome's variance "
+                   "(it does no better than predicting the mean); the PAR, which compares a "
+                   "capacity step with an R^2 step from this model, is meaningless and no "
+                   "recommendation is made")
+    return out
+
+
+def _tie_mean(keys: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Row-wise: each weight replaced by the mean over its block of equal (sorted) keys."""
+    b, n = keys.shape
+    new = np.ones((b, n), bool)
+    new[:, 1:] = keys[:, 1:] != keys[:, :-1]
+    ids = np.cumsum(new.ravel()) - 1
+    sums = np.bincount(ids, weights=w.ravel())
+    counts = np.bincount(ids)
+    return (sums / counts)[ids].reshape(b, n)
+
+
+def _cum_caught(Y: np.ndarray, P: np.ndarray, beta: float) -> np.ndarray:
+    """(b, n + 1) expected worst-off caught after screening m units (random tie-breaking)."""
+    b, n = Y.shape
+    oy = np.argsort(Y, axis=1, kind="stable")
+    ws = np.broadcast_to(np.clip(beta * n - np.arange(n), 0.0, 1.0), (b, n))
+    ws = _tie_mean(np.take_along_axis(Y, oy, 1), ws)
+    worst = np.empty((b, n))
+    np.put_along_axis(worst, oy, ws, 1)
+    op = np.argsort(P, axis=1, kind="stable")
+    caught = _tie_mean(np.take_along_axis(P, op, 1), np.take_along_axis(worst, op, 1))
+    return np.concatenate([np.zeros((b, 1)), np.cumsum(caught, axis=1)], axis=1)
+
+
+def _at(cum: np.ndarray, alpha: np.ndarray, beta: float) -> np.ndarray:
+    n = cum.shape[1] - 1
+    m = np.clip(alpha * n, 0, n)
+    lo = np.minimum(np.floor(m).astype(int), n - 1)
+    frac = m - lo
+    return (cum[:, lo] + frac * (cum[:, lo + 1] - cum[:, lo])) / (beta * n)
+
+
+def _capacity(cum: np.ndarray, recall: np.ndarray, beta: float) -> np.ndarray:
+    b, n1 = cum.shape
+    total = beta * (n1 - 1)
+    target = recall[None, :] * total  # (1, k)
+    idx = (cum[:, :, None] < (target - 1e-12 * total)[:, None, :]).sum(axis=1)  # (b, k)
+    idx = np.clip(idx, 1, n1 - 1)
+    lo = np.take_along_axis(cum, idx - 1, 1)
+    hi = np.take_along_axis(cum, idx, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(hi > lo, (target - lo) / (hi - lo), 0.0)
+    m = (idx - 1) + np.clip(frac, 0.0, 1.0)
+    m = np.where(recall[None, :] <= 0, 0.0, m)
+    return m / (n1 - 1)
+
+
+def _quantities(Y, P, alpha, beta, d_alpha, d_r2, recall_targets) -> dict[str, np.ndarray]:
+    """Every quantity for a (b, n) stack of data sets (row 0 may be the original)."""
+    ybar = Y.mean(axis=1, keepdims=True)
+    sst = np.sum((Y - ybar) ** 2, axis=1)
+    sse = np.sum((Y - P) ** 2, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = 1.0 - sse / sst
+        shrink = np.sqrt(np.clip(1.0 - d_r2 * sst / sse, 0.0, None))
+    delta = np.where(sse > 0, 1.0 - shrink, 0.0)
+    better = P + delta[:, None] * (Y - P)
+    cum = _cum_caught(Y, P, beta)
+    cum_b = _cum_caught(Y, better, beta)
+    v = _at(cum, alpha, beta)
+    up = _at(cum, np.minimum(alpha + d_alpha, 1.0), beta)
+    vp = _at(cum_b, alpha, beta)
+    num, den = up - v, vp - v
+    with np.errstate(divide="ignore", invalid="ignore"):
+        par = np.where(den > 0, num / np.where(den > 0, den, 1.0),
+                       np.where(num > 0, np.inf, np.nan))
+    return {"r2": r2, "recall": v, "recall_more_access": up, "recall_better_prediction": vp,
+            "access_gain": num, "prediction_gain": den, "par": par,
+            "capacity": _capacity(cum, recall_targets, beta)}
+
+
+_KEYS = ("recall", "recall_more_access", "recall_better_prediction", "access_gain",
+         "prediction_gain", "par", "capacity")
+
+
+@dataclasses.dataclass
+class ScreeningEvaluation:
+    """Point estimates and percentile-bootstrap intervals for one ``beta``.
+
+    Arrays over ``alphas``: ``recall``, ``recall_more_access`` (at alpha + d_alpha),
+    ``recall_better_prediction`` (the residual-scaled model at alpha), ``access_gain``,
+    ``prediction_gain``, ``par``; over ``recall_targets``: ``capacity``; scalar ``r2``. Each
+    ``<name>_ci`` is an array of ``[low, high]`` rows (``inf`` where the upper end of a PAR
+    interval is unbounded because the prediction gain can be zero). ``problems`` lists why the
+    PAR is meaningless (then ``meaningful`` is False and :meth:`lever` gives None).
+    """
+
+    alphas: np.ndarray
+    beta: float
+    d_alpha: float
+    d_r2: float
+    n: int
+    n_boot: int
+    level: float
+    seed: int | None
+    recall_targets: np.ndarray
+    r2: float
+    r2_ci: np.ndarray
+    recall: np.ndarray
+    recall_ci: np.ndarray
+    recall_more_access: np.ndarray
+    recall_more_access_ci: np.ndarray
+    recall_better_prediction: np.ndarray
+    recall_better_prediction_ci: np.ndarray
+    access_gain: np.ndarray
+    access_gain_ci: np.ndarray
+    prediction_gain: np.ndarray
+    prediction_gain_ci: np.ndarray
+    par: np.ndarray
+    par_ci: np.ndarray
+    capacity: np.ndarray
+    capacity_ci: np.ndarray
+    problems: list[str]
+
+    @property
+    def meaningful(self) -> bool:
+        return not self.problems
+
+    def lever(self, cost_ratio: float = 1.0) -> list[str | None]:
+        """Per alpha, at ``cost_ratio`` = cost of a capacity step / cost of an R^2 step:
+        "expand access" when the whole PAR interval is above it, "improve prediction" when it
+        is below, "unclear" when it straddles it; None for every alpha when not meaningful."""
+        if not self.meaningful:
+            return [None] * self.alphas.size
+        out = []
+        for lo, hi in self.par_ci:
+            if lo > cost_ratio:
+                out.append("expand access")
+            elif hi < cost_ratio:
+                out.append("improve prediction")
+            else:
+                out.append("unclear")
+        return out
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready dict (non-finite numbers become None)."""
+        def clean(x):
+            a = np.asarray(x, dtype=float)
+            lst = np.where(np.isfinite(a), a, np.nan).tolist()
+            return _nan_to_none(lst)
+
+        out = {"beta": self.beta, "d_alpha": self.d_alpha, "d_r2": self.d_r2, "n": self.n,
+               "n_boot": self.n_boot, "level": self.level, "seed": self.seed,
+               "alphas": self.alphas.tolist(), "recall_targets": self.recall_targets.tolist(),
+               "r2": self.r2, "r2_ci": clean(self.r2_ci)}
+        for key in _KEYS:
+            out[key] = clean(getattr(self, key))
+            out[f"{key}_ci"] = clean(getattr(self, f"{key}_ci"))
+        out["meaningful"] = self.meaningful
+        out["warnings"] = list(self.problems)
+        out["lever"] = self.lever()
+        return out
+
+
+def _nan_to_none(x):
+    if isinstance(x, list):
+        return [_nan_to_none(v) for v in x]
+    return None if x != x else x
+
+
+def bootstrap_evaluation(y, yhat, alpha, beta, d_alpha: float = 0.1, d_r2: float = 0.1, *,
+                         recall_targets=(0.5, 0.75, 0.9), n_boot: int = 1000,
+                         level: float = 0.95, seed: int | np.random.Generator | None = 0,
+                         lower_is_worse: bool = True, chunk_elements: int = 4_000_000,
+                         warn: bool = True) -> ScreeningEvaluation:
+    """Empirical recall, PAR (and components) and capacity with percentile bootstrap intervals.
+
+    People are resampled with replacement ``n_boot`` times (seeded by ``seed``); on each
+    resample the quantiles, the residual-scaled "better model" (``d_r2``) and every quantity are
+    recomputed, vectorised over resamples in chunks of about ``chunk_elements`` cells. The
+    interval is the ``(1 - level) / 2`` and ``(1 + level) / 2`` percentiles. Warns with
+    :class:`MeaninglessPARWarning` (and records the reason in ``problems``) when R^2 <= 0 or the
+    predictor is constant.
+    """
+    from icml25.core import make_rng
+
+    y, yhat = check_outcomes(y, yhat)
+    if not lower_is_worse:
+        y, yhat = -y, -yhat
+    alphas = np.atleast_1d(check_fraction("alpha", alpha)).astype(float)
+    beta = float(check_fraction("beta", beta))
+    d_alpha = float(check_positive("d_alpha", d_alpha))
+    d_r2 = float(check_positive("d_r2", d_r2))
+    level = float(check_fraction("level", level))
+    targets = np.atleast_1d(check_fraction("recall_targets", recall_targets, low_open=False,
+                                           high_open=False)).astype(float)
+    if (alphas + d_alpha > 1 + 1e-12).any():
+        raise ValueError("alpha + d_alpha must not exceed 1")
+    if int(n_boot) < 10:
+        raise ValueError(f"n_boot must be at least 10, got {n_boot!r}")
+    n_boot = int(n_boot)
+    n = y.size
+    sst = np.sum((y - y.mean()) ** 2)
+    sse = np.sum((y - yhat) ** 2)
+    if d_r2 * sst > sse * (1.0 + 1e-9):
+        raise ValueError(f"cannot raise R^2 by {d_r2:g}: the residuals allow at most "
+                         f"{sse / sst:.6g}")
+    problems = predictor_problems(y, yhat)
+    if warn:
+        for p in problems:
+            warnings.warn(p, MeaninglessPARWarning, stacklevel=2)
+    point = _quantities(y[None], yhat[None], alphas, beta, d_alpha, d_r2, targets)
+    rng = make_rng(seed)
+    per = max(1, int(chunk_elements) // n)
+    draws: dict[str, list[np.ndarray]] = {k: [] for k in point}
+    done = 0
+    while done < n_boot:
+        b = min(per, n_boot - done)
+        idx = rng.integers(0, n, size=(b, n))
+        q = _quantities(y[idx], yhat[idx], alphas, beta, d_alpha, d_r2, targets)
+        for k, v in q.items():
+            draws[k].append(v)
+        done += b
+    lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
+
+    def ci(key):
+        a = np.concatenate(draws[key], axis=0)
+        if a.ndim == 1:
+            a = a[:, None]
+        if key == "par":  # 0/0 (neither lever helps) counts as unbounded, like x/0
+            a = np.where(np.isnan(a) | np.isinf(a), 1e300, a)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = np.stack([np.nanpercentile(a, lo_q, axis=0),
+                            np.nanpercentile(a, hi_q, axis=0)], axis=-1)
+        return np.where(out >= 1e299, np.inf, out)
+
+    fields = {}
+    for key in _KEYS:
+        fields[key] = point[key][0]
+        fields[f"{key}_ci"] = ci(key)
+    return ScreeningEvaluation(
+        alphas=alphas, beta=beta, d_alpha=d_alpha, d_r2=d_r2, n=n, n_boot=n_boot, level=level,
+        seed=seed if isinstance(seed, int) else None, recall_targets=targets,
+        r2=float(point["r2"][0]), r2_ci=ci("r2")[0], problems=problems, **fields)
