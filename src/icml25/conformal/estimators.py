@@ -50,6 +50,11 @@ def _check_groups(groups, n: int, where: str) -> np.ndarray:
     return arr
 
 
+def _plain(value):
+    """A numpy scalar as the Python value (for dict keys and messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 class _ConformalMixin(MetaEstimatorMixin):
     """Shared parameter checks, train/calibration split, (Mondrian) calibration and plotting."""
 
@@ -100,7 +105,7 @@ class _ConformalMixin(MetaEstimatorMixin):
         for j, g in enumerate(values):
             s = scores[groups == g]
             sizes[j] = s.size
-            key = g.item() if hasattr(g, "item") else g
+            key = _plain(g)
             if s.size == 0:
                 self.calibration_[key] = self.risk_posterior_[key] = None
                 weak.append(j)
@@ -113,7 +118,7 @@ class _ConformalMixin(MetaEstimatorMixin):
         self.lambda_, self.group_sizes_ = lam, sizes
         if weak:
             level = f" with credibility beta={spec.beta:g}" if spec.rule.uses_beta else ""
-            listed = ", ".join(f"{values[j]!r} (n={sizes[j]})" for j in weak[:10])
+            listed = ", ".join(f"{_plain(values[j])!r} (n={sizes[j]})" for j in weak[:10])
             more = f" and {len(weak) - 10} more" if len(weak) > 10 else ""
             warnings.warn(
                 f"Mondrian calibration: {len(weak)} of {values.size} groups cannot certify "
@@ -137,8 +142,9 @@ class _ConformalMixin(MetaEstimatorMixin):
         idx = np.clip(np.searchsorted(self.groups_, g), 0, self.groups_.size - 1)
         unknown = self.groups_[idx] != g
         if unknown.any():
-            raise ValueError(f"groups {list(np.unique(g[unknown])[:5])} were not seen at "
-                             f"calibration (known: {list(self.groups_[:10])}); no lambda is "
+            raise ValueError(f"groups {[_plain(v) for v in np.unique(g[unknown])[:5]]} were not "
+                             f"seen at calibration (known: "
+                             f"{[_plain(v) for v in self.groups_[:10]]}); no lambda is "
                              "calibrated for them")
         return self.lambda_[idx]
 
