@@ -133,11 +133,38 @@ def _placeholder() -> None:
     """Loaded on use."""
 
 
+# a heavy dependency -> the extra that brings it (for the one-line error on a core-only install)
+EXTRA_OF = {
+    "torch": "torch", "safetensors": "torch",
+    "fastapi": "review", "sqlalchemy": "review", "alembic": "review", "argon2": "review",
+    "uvicorn": "review", "jinja2": "review", "psycopg": "review", "ortools": "review",
+    "cryptography": "review", "pydantic_settings": "review", "swagger_ui_bundle": "review",
+    "multipart": "review", "openai": "llm", "transformers": "llm", "trl": "llm",
+    "datasets": "llm", "sacrebleu": "llm", "sympy": "llm",
+}
+
+
 def main(argv: list[str] | None = None) -> None:
     import sys
 
-    argv = sys.argv[1:] if argv is None else argv
-    get_app(argv)(args=argv, prog_name="icml25")
+    from icml25.core.errors import MissingExtraError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(argv):  # `missing_score` names the sub-app `missing-score` too
+        if not arg.startswith("-"):
+            if arg in SUBAPPS:
+                argv[i] = arg.replace("_", "-")
+            break
+    try:
+        get_app(argv)(args=argv, prog_name="icml25")
+    except MissingExtraError as exc:
+        sys.exit(f"error: {exc}")
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top not in EXTRA_OF:
+            raise
+        sys.exit(f"error: this command needs '{top}', which comes with the '{EXTRA_OF[top]}' "
+                 f"extra: pip install 'icml25[{EXTRA_OF[top]}]'")
 
 
 if __name__ == "__main__":

@@ -77,14 +77,16 @@ def _task_metric(spec: Any, item_index: int):
     if not isinstance(spec, dict) or "type" not in spec:
         raise ValueError(f"item {item_index}: metric must be an object with a 'type'")
     kind = spec["type"]
+    needs = {"bleu": "reference", "math": "answer", "code": "tests"}
+    if kind not in needs:
+        raise ValueError(f"item {item_index}: unknown metric type {kind!r} (bleu, math, code)")
+    if needs[kind] not in spec:
+        raise ValueError(f"item {item_index}: a {kind!r} metric needs {needs[kind]!r}")
     if kind == "bleu":
         return bleu_task_metric(str(spec["reference"]))
     if kind == "math":
         return math_task_metric(str(spec["answer"]))
-    if kind == "code":
-        return code_task_metric(list(spec["tests"]),
-                                timeout_s=float(spec.get("timeout_s", 10.0)))
-    raise ValueError(f"item {item_index}: unknown metric type {kind!r} (bleu, math, code)")
+    return code_task_metric(list(spec["tests"]), timeout_s=float(spec.get("timeout_s", 10.0)))
 
 
 def _parse_weights(text: str | None) -> dict[str, float] | None:
@@ -176,6 +178,8 @@ def reward_cmd(
         raise _fail(str(exc)) from None
     report = [{"item": i, "scores": [s.to_dict() for s in scores]}
               for i, scores in enumerate(results)]
+    # the main result failed when not one candidate got a reward (every simulated branch failed)
+    all_failed = all(s["mr"] is None for r in report for s in r["scores"])
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2), encoding="utf-8")
@@ -189,6 +193,8 @@ def reward_cmd(
                                 "std": [s["std"] for s in r["scores"]],
                                 "n_valid": [s["n_valid"] for s in r["scores"]]}
                                for r in report]))
+        if all_failed:
+            raise _no_reward()
         return
     from rich.console import Console
     from rich.table import Table
@@ -205,6 +211,14 @@ def reward_cmd(
             table.add_row(str(r["item"]), s["candidate"][:40], mr, sd,
                           f"{s['n_valid']}/{samples}", mets, str(fails))
     Console().print(table)
+    if all_failed:
+        raise _no_reward()
+
+
+def _no_reward() -> typer.Exit:
+    typer.echo("error: no candidate got a reward: every simulated branch failed (is the "
+               "model endpoint reachable? see the failures column)", err=True)
+    return typer.Exit(code=1)
 
 
 def _backends(specs: list[str], concurrency: int, timeout: float, retries: int) -> list[Any]:

@@ -130,12 +130,17 @@ def select(names: Iterable[str] = ()) -> list[Experiment]:
         return every
     chosen: list[Experiment] = []
     for wanted in names:
-        hits = [e for e in every if wanted in (e.name, e.subsystem)]
+        key = _key(wanted)  # missing-score and missing_score name the same subsystem
+        hits = [e for e in every if key in (_key(e.name), _key(e.subsystem))]
         if not hits:
             known = sorted({e.name for e in every} | {e.subsystem for e in every})
             raise KeyError(f"no experiment or subsystem named {wanted!r}; known: {known}")
         chosen += [e for e in hits if e not in chosen]
     return chosen
+
+
+def _key(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
 
 
 @dataclasses.dataclass

@@ -79,6 +79,8 @@ def solve(
     _err(f"{len(results)} puzzles: {n_ok} solved (valid), {len(results) - n_ok - n_err} "
          f"invalid answers, {n_err} rejected inputs; {time.perf_counter() - start:.2f} s "
          f"({planner}, {steps} steps)")
+    if results and n_err == len(results):  # nothing could be solved at all: say so by the code
+        raise typer.Exit(1)
 
 
 @app.command()
