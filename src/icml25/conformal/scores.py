@@ -28,6 +28,15 @@ Classification (score of every label from ``predict_proba``; ``u`` uniforms for 
 Add a score by subclassing :class:`RegressionScore` / :class:`ClassificationScore` and passing an
 instance as ``conformity_score=`` (or registering it in :data:`REGRESSION_SCORES` /
 :data:`CLASSIFICATION_SCORES`).
+
+Examples
+--------
+>>> import numpy as np
+>>> p = np.array([[0.7, 0.2, 0.1]])
+>>> APS().label_scores(p, None).round(2)      # mass ranked strictly above each label
+array([[0. , 0.7, 0.9]])
+>>> TopK().label_scores(p, None)
+array([[1., 2., 3.]])
 """
 
 from __future__ import annotations
