@@ -146,3 +146,12 @@ def test_the_room_has_no_import_cycle():
 
     for mod in graph:
         visit(mod, [])
+
+
+def test_the_posterior_density_follows_its_own_seed():
+    losses = np.linspace(0, 0.5, 30)
+    grid = np.linspace(0, 1, 50)
+    a = RiskPosterior(losses, n_draws=500, random_state=1).density(grid)
+    b = RiskPosterior(losses, n_draws=500, random_state=1).density(grid)
+    c = RiskPosterior(losses, n_draws=500, random_state=2).density(grid)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)

@@ -133,7 +133,8 @@ class _ConformalMixin(MetaEstimatorMixin):
         if self.groups_ is None or getattr(self, "class_conditional", False):
             if groups is not None:
                 raise ValueError("groups were passed to predict but not to fit; calibrate with "
-                                 "fit(X, y, groups=...) first")
+                                 "fit(X, y, groups=...) first (class_conditional=True takes "
+                                 "no groups)")
             return self.lambda_
         if groups is None:
             raise ValueError("this estimator was calibrated per group (fit(..., groups=...)); "
@@ -248,8 +249,8 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         x_tr, y_tr, x_cal, y_cal, g_cal = self._split(X, y, groups)
         self.conformity_score_ = score.fit(self.estimator, x_tr, y_tr, alpha=spec.alpha,
                                            prefit=self.prefit)
-        self.estimators_ = list(getattr(score, "models_", None) or [getattr(score, "model_",
-                                                                            None)])
+        models = getattr(score, "models_", None) or [getattr(score, "model_", None)]
+        self.estimators_ = [m for m in models if m is not None]
         return self._calibrate(x_cal, y_cal, spec, g_cal)
 
     def calibrate(self, X, y, groups=None):

@@ -322,8 +322,10 @@ class RiskPosterior:
                 out[r] = stats.beta.pdf((grid - self._a[r]) / scale, self._k[r] + 1,
                                         self.n - self._k[r]) / scale
             else:
-                samples = self.sample(self.n_draws, rng=0)
-                samples = np.atleast_2d(samples)[r]
+                # the posterior's own common random numbers (seeded by random_state), so the
+                # histogram agrees with cdf / quantile
+                x = support_values(self.losses[r:r + 1], self.bound, self.variant)
+                samples = mc_samples(x, self._order_stats())[0]
                 edges = np.linspace(grid.min(), grid.max(), min(grid.size, 80) + 1)
                 hist, _ = np.histogram(samples, bins=edges, density=True)
                 centres = 0.5 * (edges[1:] + edges[:-1])
