@@ -32,6 +32,17 @@ from icml25.review.workflow import (
     next_phase,
 )
 
+ADMIN_PAGE_SIZE = 25  # outbox and audit rows per admin page
+
+
+def progress_rows(pf: PhaseFacts) -> list[tuple[str, object]]:
+    """The venue's progress in words, for the chairs' page."""
+    return [("Active submissions", pf.n_active_submissions),
+            ("Submissions without a reviewer", pf.n_unassigned_submissions),
+            ("Assigned reviews not yet submitted", pf.n_missing_reviews),
+            ("Submissions without a decision", pf.n_undecided_submissions),
+            ("Bidding", "on" if pf.bidding_enabled else "off")]
+
 
 class Venues(Service):
     """Venues and phases."""
@@ -277,30 +288,43 @@ class Venues(Service):
         authorize(Action.VIEW_ADMIN, facts_for(viewer, None, Phase(venue.phase)))
         return ratings_table(viewer, self.bundles(venue))
 
-    def admin_page(self, venue: m.Venue) -> dict:
-        """Members, phase facts, ratings, outbox and audit log (chairs only)."""
+    def admin_page(self, venue: m.Venue, *, outbox_page: int = 1, audit_page: int = 1,
+                   per_page: int = ADMIN_PAGE_SIZE) -> dict:
+        """Members, progress, ratings, and one page each of the outbox and the audit log,
+        newest first (chairs only)."""
         viewer = self.viewer(venue)
         authorize(Action.VIEW_ADMIN, facts_for(viewer, None, Phase(venue.phase)))
         # the outbox and audit log of a paper are chair notes: a conflicted chair sees none
         hidden = [b.submission.id for b in self.bundles(venue)
                   if not may(Action.VIEW_CHAIR_NOTES, facts_for(viewer, b))]
-        emails = self.db.scalars(select(m.Email).where(
-            m.Email.venue_id == venue.id, m.Email.submission_id.is_(None)
-            | m.Email.submission_id.not_in(hidden)).order_by(m.Email.id.desc()).limit(200)).all()
-        audit = self.db.scalars(select(m.AuditEvent).where(
-            m.AuditEvent.venue_id == venue.id, m.AuditEvent.submission_id.is_(None)
-            | m.AuditEvent.submission_id.not_in(hidden))
-            .order_by(m.AuditEvent.id.desc()).limit(200)).all()
+        mails = (m.Email.venue_id == venue.id) & (
+            m.Email.submission_id.is_(None) | m.Email.submission_id.not_in(hidden))
+        events = (m.AuditEvent.venue_id == venue.id) & (
+            m.AuditEvent.submission_id.is_(None) | m.AuditEvent.submission_id.not_in(hidden))
+        outbox, n_mail, outbox_page = self._page(m.Email, mails, outbox_page, per_page)
+        audit, n_events, audit_page = self._page(m.AuditEvent, events, audit_page, per_page)
         pf = self._phase_facts(venue)
         return {
             "members": self.members(venue), "ratings": self.ratings(venue),
-            "phase_facts": pf.__dict__,
+            "phase_facts": pf.__dict__, "progress": progress_rows(pf),
             "outbox": [{"to": e.to_addr, "subject": e.subject, "sent": e.sent_at is not None}
-                       for e in emails],
+                       for e in outbox],
+            "outbox_total": n_mail, "outbox_page": outbox_page,
+            "outbox_pages": max(1, -(-n_mail // per_page)),
             "audit": [{"at": a.at.isoformat(timespec="seconds"), "actor_id": a.actor_id,
                        "action": a.action, "target": a.target, "detail": a.detail}
                       for a in audit],
+            "audit_total": n_events, "audit_page": audit_page,
+            "audit_pages": max(1, -(-n_events // per_page)),
         }
+
+    def _page(self, model, where, page: int, per_page: int):  # noqa: ANN001, ANN202
+        """One page (1-based, newest first) of ``model`` rows; the page is clamped to the last."""
+        total = self.db.scalar(select(func.count()).select_from(model).where(where)) or 0
+        page = min(max(1, int(page)), max(1, -(-total // per_page)))
+        rows = self.db.scalars(select(model).where(where).order_by(model.id.desc())
+                               .offset((page - 1) * per_page).limit(per_page)).all()
+        return rows, total, page
 
     def dashboard(self) -> list[dict]:
         """Per venue: roles and what is due next for the actor."""

@@ -24,7 +24,9 @@ SESSION_COOKIE = "icml25_session"
 ANON_CSRF_COOKIE = "icml25_csrf"
 FLASH_COOKIE = "icml25_flash"
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
-TEMPLATES.env.globals.update(PHASE_LABELS=PHASE_LABELS, PHASE_ORDER=PHASE_ORDER, Phase=Phase)
+TEMPLATES.env.globals.update(PHASE_LABELS=PHASE_LABELS, PHASE_ORDER=PHASE_ORDER, Phase=Phase,
+                             RATING_LABELS=[(1, "poor"), (2, "weak"), (3, "fair"), (4, "good"),
+                                            (5, "excellent")])
 
 
 class CsrfError(PermissionError):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, UploadFile
+from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -144,9 +144,12 @@ def pages() -> APIRouter:
         return back(f"/v/{slug}", f"The venue is now in phase: {PHASE_LABELS[ph]}.")
 
     @r.get("/v/{slug}/admin", response_class=HTMLResponse)
-    def admin(c: C, slug: str) -> Response:
+    def admin(c: C, slug: str, outbox_page: Annotated[int, Query(ge=1)] = 1,
+              audit_page: Annotated[int, Query(ge=1)] = 1) -> Response:
         v = c.svc.venue(slug)
-        return render(c, "admin.html", a=c.svc.admin_page(v), v=c.svc.venue_page(v))
+        return render(c, "admin.html", a=c.svc.admin_page(v, outbox_page=outbox_page,
+                                                         audit_page=audit_page),
+                      v=c.svc.venue_page(v))
 
     @r.post("/v/{slug}/members")
     def add_member(c: C, slug: str, f: Annotated[MemberForm, Form()]) -> Response:

@@ -1,0 +1,59 @@
+"""Chair, reviewer and author tools of the web UI (issue 29, first part): ratings are never
+recorded by default, scores show their scale, the admin page speaks in words and pages its logs."""
+
+from __future__ import annotations
+
+import re
+
+from review_helpers import csrf_of, web_login
+from sqlalchemy import func, select
+
+from icml25.review import models as m
+from icml25.review.demo import DEMO_PASSWORD, Cast, populate_venue
+from icml25.review.workflow import Phase
+
+CAST = Cast()
+
+
+def test_a_rating_form_submitted_without_choosing_records_nothing(client, db, settings):
+    venue = populate_venue(db, settings, "rate", Phase.FEEDBACK)
+    sub = db.scalar(select(m.Submission).where(m.Submission.venue_id == venue.id,
+                                               m.Submission.number == 2))
+    web_login(client, CAST.authors[1], DEMO_PASSWORD)
+    page = client.get(f"/s/{sub.id}").text
+    form = page[page.index('action="/r/'):]
+    form = form[:form.index("</form>")]
+    assert "selected disabled" in form and 'value="3" selected' not in form
+    assert form.count("required") >= 2
+    rid = int(re.search(r'action="/r/(\d+)/feedback"', page).group(1))
+    before = db.scalar(select(func.count()).select_from(m.Feedback))
+    r = client.post(f"/r/{rid}/feedback", data={"csrf_token": csrf_of(page)})
+    assert r.status_code == 400 and "comprehension" in r.text
+    assert db.scalar(select(func.count()).select_from(m.Feedback)) == before
+
+
+def test_scores_show_their_scale(client, db, settings):
+    venue = populate_venue(db, settings, "scale", Phase.REBUTTAL)
+    sub = db.scalar(select(m.Submission).where(m.Submission.venue_id == venue.id))
+    web_login(client, CAST.chair, DEMO_PASSWORD)
+    text = client.get(f"/s/{sub.id}").text
+    assert re.search(r"Score: <strong>\d+</strong> / 10 \(1 = strong reject", text)
+    assert re.search(r"Confidence: <strong>\d</strong> / 5", text)
+
+
+def test_admin_page_shows_progress_in_words_and_pages_its_logs(client, db, settings):
+    venue = populate_venue(db, settings, "pages", Phase.DISCUSSION)
+    n_events = db.scalar(select(func.count()).select_from(m.AuditEvent).where(
+        m.AuditEvent.venue_id == venue.id))
+    assert n_events > 25  # more than one page
+    web_login(client, CAST.chair, DEMO_PASSWORD)
+    first = client.get("/v/pages/admin").text
+    assert "Submissions without a decision: 2" in first and "bidding enabled" not in first
+    assert f"Audit log ({n_events})" in first and "Page 1 of" in first
+    rows = lambda html: html[html.index("Audit log ("):].count("<tr><td>")  # noqa: E731
+    assert rows(first) == 25
+    last = -(-n_events // 25)
+    tail = client.get(f"/v/pages/admin?audit_page={last}").text
+    assert f"Page {last} of {last}" in tail and rows(tail) == n_events - 25 * (last - 1)
+    assert client.get("/v/pages/admin?audit_page=999").status_code == 200  # clamped
+    assert client.get("/v/pages/admin?audit_page=0").status_code == 400
