@@ -168,3 +168,20 @@ def test_a_small_group_warns_once_and_gets_an_infinite_interval():
     assert len(msgs) == 1 and "'tiny' (n=10)" in msgs[0] and "at least n=29" in msgs[0]
     iv = reg.predict_interval(X[:12], groups=g[:12])
     assert np.isinf(iv[:10]).all() and np.isfinite(iv[10:]).all()
+
+
+def test_class_conditional_lac_matches_crepes_class_conditional(imbalanced):
+    crepes = pytest.importorskip("crepes")
+    model, X, y, pool = imbalanced
+    cal, te = pool[:1_000], pool[1_000:]
+    alpha = 0.11  # (n_k + 1) alpha not an integer for any class: crepes counts p = alpha in
+    ours = ConformalClassifier(model, method="split", alpha=alpha, class_conditional=True,
+                               prefit=True).fit(X[cal], y[cal])
+    assert not any(float((n + 1) * alpha).is_integer() for n in ours.group_sizes_)
+    proba = model.predict_proba(X[cal])
+    cc = crepes.ConformalClassifier().fit(1 - proba[np.arange(cal.size), y[cal]], bins=y[cal])
+    pt = model.predict_proba(X[te])
+    theirs = np.column_stack([
+        cc.predict_set(1 - pt, bins=np.full(te.size, k), confidence=1 - alpha,
+                       smoothing=False)[:, k] for k in range(3)]).astype(bool)
+    np.testing.assert_array_equal(ours.predict_set(X[te]), theirs)
