@@ -172,10 +172,10 @@ def _failure(exc: BaseException) -> str:
     return "timeout" if isinstance(exc, TimeoutError) else type(exc).__name__
 
 
-def _probe(port: int, interval: float, stop, out) -> None:  # noqa: ANN001
+def _probe(port: int, interval: float, stop, out, ready=None) -> None:  # noqa: ANN001
     """In its own process (so the burst client's CPU does not delay it): one ``GET /login`` on
-    a fresh connection every ``interval`` s until ``stop`` is set; puts a list of
-    (start time.time(), latency s, status)."""
+    a fresh connection every ``interval`` s until ``stop`` is set; sets ``ready`` once the first
+    probe has answered; puts a list of (start time.time(), latency s, status)."""
 
     async def one(rows: list) -> None:
         started, t0 = time.time(), time.perf_counter()
@@ -184,6 +184,8 @@ def _probe(port: int, interval: float, stop, out) -> None:  # noqa: ANN001
         except (OSError, TimeoutError, ValueError, IndexError) as exc:
             status = _failure(exc)
         rows.append((started, time.perf_counter() - t0, status))
+        if ready is not None:
+            ready.set()
 
     async def run() -> list:
         rows: list = []
@@ -240,10 +242,14 @@ async def burst(port: int, plan: dict, n: int, timeout: float = 60.0, tag: str =
 def run_burst(port: int, plan: dict, n: int, rounds: int = 1) -> dict:
     """Bursts with the ``GET /login`` probe running throughout; merged figures."""
     ctx = mp.get_context("spawn")
-    stop, out = ctx.Event(), ctx.Queue()
-    probe = ctx.Process(target=_probe, args=(port, 0.05, stop, out), daemon=True)
+    stop, out, ready = ctx.Event(), ctx.Queue(), ctx.Event()
+    probe = ctx.Process(target=_probe, args=(port, 0.05, stop, out, ready), daemon=True)
     probe.start()
-    time.sleep(1.0)  # the probe process is up and probing before the burst starts
+    # the probe process is up and probing before the burst starts (on a loaded machine its
+    # start-up alone can take seconds)
+    if not ready.wait(timeout=60):
+        raise RuntimeError("the GET /login probe did not start")
+    time.sleep(0.2)
     begin = time.time()
     results = [asyncio.run(burst(port, plan, n, tag=str(k))) for k in range(rounds)]
     end = time.time()
