@@ -203,9 +203,8 @@ def test_top_k_sets_have_one_size_and_scores_are_registered(hard):
     with pytest.raises(ValueError, match="conformity_score"):
         get_classification_score("hinge")
     with pytest.raises(ValueError, match="k_reg"):
-        ConformalClassifier(LogisticRegression(max_iter=1_000), conformity_score=RAPS(k_reg=-1),
-                            method="crc").fit(
-            X[:300], y[:300])
+        ConformalClassifier(model, conformity_score=RAPS(k_reg=-1), method="crc",
+                            prefit=True).fit(X[pool[:300]], y[pool[:300]])
 
 
 # --------------------------------------------------------------------------- regression
