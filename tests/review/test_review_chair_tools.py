@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from review_helpers import csrf_of, web_login
+from review_helpers import csrf_of, service_as, web_login
 from sqlalchemy import func, select
 
 from icml25.review import models as m
@@ -57,3 +57,38 @@ def test_admin_page_shows_progress_in_words_and_pages_its_logs(client, db, setti
     assert f"Page {last} of {last}" in tail and rows(tail) == n_events - 25 * (last - 1)
     assert client.get("/v/pages/admin?audit_page=999").status_code == 200  # clamped
     assert client.get("/v/pages/admin?audit_page=0").status_code == 400
+
+
+def test_chairs_preview_the_optimal_assignment_before_committing_it(client, db, settings):
+    # before: the web's only button assigned from bids at once, without a preview
+    venue = populate_venue(db, settings, "prev", Phase.ASSIGNMENT)
+    chair = service_as(db, settings, CAST.chair)
+    for a in db.scalars(select(m.Assignment).where(m.Assignment.role == "reviewer")).all():
+        chair.unassign(a.submission_id, a.user_id)  # the demo pre-assigns; start empty
+    web_login(client, CAST.chair, DEMO_PASSWORD)
+    page = client.get("/v/prev/assignment")
+    assert page.status_code == 200 and "Nothing is written until you commit" in page.text
+    n_before = db.scalar(select(func.count()).select_from(m.Assignment))
+    assert not db.scalar(select(func.count()).select_from(m.Assignment).where(
+        m.Assignment.role == "reviewer"))
+    r = client.post("/v/prev/assignment", data={"csrf_token": csrf_of(page.text),
+                                                "objective": "fair", "bid_weight": "0.5",
+                                                "top_k": "50", "affinity": "tfidf"})
+    assert r.status_code == 200 and "Mean affinity of the chosen pairs" in r.text
+    assert db.scalar(select(func.count()).select_from(m.Assignment)) == n_before  # a preview
+    pairs = re.search(r'name="pairs" value="([\d:,]*)"', r.text).group(1)
+    n_new = len([p for p in pairs.split(",") if p])
+    subs = db.scalar(select(func.count()).select_from(m.Submission).where(
+        m.Submission.venue_id == venue.id))
+    assert n_new == subs * venue.reviews_per_paper  # every paper filled
+    done = client.post("/v/prev/assignment/commit", data={"csrf_token": csrf_of(r.text),
+                                                         "pairs": pairs})
+    assert done.status_code == 200 and "assignment(s) made" in done.text
+    reviewers = db.scalar(select(func.count()).select_from(m.Assignment).where(
+        m.Assignment.role == "reviewer"))
+    assert reviewers == subs * venue.reviews_per_paper
+    bad = client.post("/v/prev/assignment/commit", data={"csrf_token": csrf_of(r.text),
+                                                        "pairs": "1:x"})
+    assert bad.status_code == 400
+    web_login(client, CAST.reviewers[0], DEMO_PASSWORD)
+    assert client.get("/v/prev/assignment").status_code == 403

@@ -247,11 +247,15 @@ class Assignments(Service):
                           "bid": int(bid[e]), "pinned": bool(problem.pinned[e])})
         return {"pairs": pairs, "quality": quality(problem, res, affinity=aff, bid=bid)}
 
+    def check_assignment(self, venue: m.Venue) -> None:
+        """Raise NotAllowed unless the actor may assign reviewers in this venue now."""
+        authorize(Action.ASSIGN, facts_for(self.viewer(venue), None, Phase(venue.phase)))
+
     def commit_assignment(self, venue: m.Venue, pairs: list[tuple[int, int]]) -> int:
         """Write a (reviewed) proposal: assign every listed (submission id, user id) pair not
         assigned yet, all or nothing; returns the number of new assignments."""
+        self.check_assignment(venue)
         viewer = self.viewer(venue)
-        authorize(Action.ASSIGN, facts_for(viewer, None, Phase(venue.phase)))
         forbidden = {(pc.submission_id, pc.user_id) for pc in self.db.scalars(
             select(m.PairConstraint).join(m.Submission, m.Submission.id ==
                                           m.PairConstraint.submission_id).where(

@@ -18,11 +18,13 @@ from icml25.review.web.schemas import (
     AdvanceForm,
     AssignForm,
     BidForm,
+    CommitForm,
     DecisionForm,
     FeedbackForm,
     LoginForm,
     MemberForm,
     MetaReviewForm,
+    ProposalForm,
     RegisterForm,
     ReviewForm,
     TextForm,
@@ -166,6 +168,25 @@ def pages() -> APIRouter:
     @r.post("/v/{slug}/auto-assign")
     def auto(c: C, slug: str) -> Response:
         n = c.svc.auto_assign(c.svc.venue(slug))
+        return back(f"/v/{slug}", f"{n} reviewer assignment(s) made.")
+
+    @r.get("/v/{slug}/assignment", response_class=HTMLResponse)
+    def assignment_page(c: C, slug: str) -> Response:
+        v = c.svc.venue(slug)
+        c.svc.check_assignment(v)
+        return render(c, "assignment.html", v=c.svc.venue_page(v), form=ProposalForm(),
+                      proposal=None)
+
+    @r.post("/v/{slug}/assignment", response_class=HTMLResponse)
+    def propose(c: C, slug: str, f: Annotated[ProposalForm, Form()]) -> Response:
+        v = c.svc.venue(slug)
+        proposal = c.svc.propose_assignment(v, objective=f.objective, affinity=f.affinity,
+                                            bid_weight=f.bid_weight, top_k=f.top_k)
+        return render(c, "assignment.html", v=c.svc.venue_page(v), form=f, proposal=proposal)
+
+    @r.post("/v/{slug}/assignment/commit")
+    def commit_assignment(c: C, slug: str, f: Annotated[CommitForm, Form()]) -> Response:
+        n = c.svc.commit_assignment(c.svc.venue(slug), f.pair_list())
         return back(f"/v/{slug}", f"{n} reviewer assignment(s) made.")
 
     @r.get("/v/{slug}/export.json")

@@ -92,6 +92,20 @@ class AdvanceForm(_Form):
     force: str = ""
 
 
+class ProposalForm(_Form):
+    objective: Literal["total", "fair"] = "total"
+    affinity: Literal["tfidf", "embedding"] = "tfidf"
+    bid_weight: float = Field(default=0.5, ge=0, le=10)
+    top_k: int = Field(default=50, ge=1, le=10_000)
+
+
+class CommitForm(_Form):
+    pairs: str = Field(pattern=r"^(\d+:\d+(,\d+:\d+)*)?$")  # "sid:uid,sid:uid,..."
+
+    def pair_list(self) -> list[tuple[int, int]]:
+        return [(int(a), int(b)) for a, b in (p.split(":") for p in self.pairs.split(",") if p)]
+
+
 class TokenForm(_Form):
     name: str
 
