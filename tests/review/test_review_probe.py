@@ -198,7 +198,7 @@ def test_submit_form_and_413_state_the_limits_in_mib(client, db, settings, engin
 GENERIC_FORM = {"email": "someone@x.example", "password": "long-enough-pw", "name": "N",
                 "slug": "new-venue", "role": "reviewer", "user_id": "1", "value": "1",
                 "text": "t", "comprehension": "3", "constructiveness": "3", "title": "T",
-                "abstract": "A", "outcome": "accept", "recommendation": "accept"}
+                "abstract": "A", "outcome": "accept", "recommendation": "accept", "pairs": ""}
 GENERIC_JSON = {"title": "T", "abstract": "A", "authors": [{"name": "N", "email": "a@b.example"}],
                 "email": "someone@x.example", "role": "reviewer", "summary": "s",
                 "strengths": "s", "questions": "q", "weaknesses": "w", "score": 5,
