@@ -84,3 +84,20 @@ def test_graph_reads_semicolon_decimal_comma(tmp_path):
     X, names = read_csv_with_missing(g)
     X0, _ = read_csv_with_missing(f)
     assert names == ["a", "b", "c", "d"] and np.allclose(X, X0, equal_nan=True)
+
+
+def test_graph_reports_the_cv_alpha_and_accepts_a_fixed_one(tmp_path):
+    f = tmp_path / "data.csv"
+    _write_chain_csv(f, n=400)
+    res = CliRunner().invoke(app, ["graph", str(f), "--json", "--n-alphas", "8", "--cv", "3",
+                                   "--positive-definite", "shift"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["alpha_selection"] == "cv" and out["cv"]["folds"] == 3
+    assert out["alpha"] in out["cv"]["alphas"] and len(out["cv"]["mean_test_loss"]) == 8
+    assert (tmp_path / "data_graph.png").stat().st_size > 1000
+    res = CliRunner().invoke(app, ["graph", str(f), "--no-figure", "--alpha", "0.05",
+                                   "--n-alphas", "5"])
+    assert res.exit_code == 0 and "alpha=0.05," in res.output and "CV" not in res.output
+    res = CliRunner().invoke(app, ["graph", str(f), "--no-figure", "--alpha", "lots"])
+    assert res.exit_code == 2 and "--alpha must be 'auto' or a number" in res.output

@@ -9,8 +9,9 @@ Needs the ``torch`` extra. Public names:
   ``marginal_terms``, ``Objective``, ``fit_density``
 - Gaussian closed forms: ``exact_marginal_loss``, ``marginal_precision``, ``fisher_divergence``,
   ``exact_conditional_sampler``, ``zeroed_population_minimiser``
-- estimator: ``MissingScoreGGM``; baselines ``glasso_mean_impute``, ``glasso_pairwise``,
-  ``em_glasso``, ``em_gaussian``
+- estimators: ``MissingScoreGGM``, ``MissingScoreGGMCV`` (penalty by K-fold CV, ``held_out_loss``,
+  ``support_refit``); baselines ``glasso_mean_impute``, ``glasso_pairwise``, ``em_glasso``,
+  ``em_gaussian``
 - data: ``star_precision``, ``dense_precision``, ``mcar_mask``, ``sample_gaussian``
 """
 
@@ -35,7 +36,10 @@ from icml25.missing_score.data import (  # noqa: E402
     strong_connection_covariance,
 )
 from icml25.missing_score.domains import Box, Domain, HalfSpace  # noqa: E402
-from icml25.missing_score.estimator import MissingScoreGGM  # noqa: E402
+from icml25.missing_score.estimator import (  # noqa: E402
+    MissingScoreGGM,
+    TooFewCompleteRowsWarning,
+)
 from icml25.missing_score.fitting import METHODS, Objective, fit_density  # noqa: E402
 from icml25.missing_score.gaussian import (  # noqa: E402
     exact_conditional_sampler,
@@ -57,11 +61,20 @@ from icml25.missing_score.objectives import (  # noqa: E402
     score_matching_loss,
     zeroed_loss,
 )
+from icml25.missing_score.selection import (  # noqa: E402
+    MissingScoreGGMCV,
+    held_out_loss,
+    support_refit,
+)
 from icml25.missing_score.variational import VariationalImputer  # noqa: E402
 
 __all__ = [
     "GlassoPath",
     "MissingScoreGGM",
+    "MissingScoreGGMCV",
+    "TooFewCompleteRowsWarning",
+    "held_out_loss",
+    "support_refit",
     "dense_precision",
     "em_gaussian",
     "em_glasso",

@@ -21,9 +21,16 @@ def _root() -> None:
 def graph(
     data: Annotated[Path, typer.Argument(help="CSV file; empty cells or NaN/NA are missing.")],
     method: Annotated[str, typer.Option(help="iw, variational, em, zeroed or complete.")] = "iw",
-    alpha: Annotated[float, typer.Option(min=0.0, help="Final L1 penalty (edges kept at it).")]
-    = 0.05,
-    n_alphas: Annotated[int, typer.Option(min=1, help="Penalties on the path.")] = 30,
+    alpha: Annotated[str, typer.Option(
+        help="L1 penalty: 'auto' (default) chooses it by K-fold cross-validation of the "
+             "held-out score-matching loss (MissingScoreGGMCV); a number fixes it.")] = "auto",
+    cv: Annotated[int, typer.Option(min=2, help="Folds for --alpha auto.")] = 5,
+    n_alphas: Annotated[int | None, typer.Option(
+        min=1, help="Penalties on the path (default 20 with --alpha auto, 30 otherwise).")]
+    = None,
+    positive_definite: Annotated[str, typer.Option(
+        help="none | shift | eigen: project the precision onto positive-definite matrices "
+             "(shift keeps the graph).")] = "none",
     seed: Annotated[int, typer.Option(min=0, help="Random seed.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the edge list as JSON.")] = False,
     figure: Annotated[Path | None, typer.Option(
@@ -53,9 +60,24 @@ def graph(
     X, names = sel.X, sel.names
     if sel.dropped_lines:
         typer.echo(sel.dropped_report(), err=True)
-    from icml25.missing_score import MissingScoreGGM
+    from icml25.missing_score import MissingScoreGGM, MissingScoreGGMCV
 
-    est = MissingScoreGGM(method=method, alpha=alpha, n_alphas=n_alphas, random_state=seed)
+    pd = None if positive_definite == "none" else positive_definite
+    auto = alpha.strip().lower() == "auto"
+    if auto:
+        est = MissingScoreGGMCV(method=method, alphas=n_alphas or 20, cv=cv,
+                                positive_definite=pd, random_state=seed)
+    else:
+        try:
+            alpha_value = float(alpha)
+            if not alpha_value >= 0:
+                raise ValueError
+        except ValueError:
+            typer.echo(f"error: --alpha must be 'auto' or a number >= 0, got {alpha!r}",
+                       err=True)
+            raise typer.Exit(2) from None
+        est = MissingScoreGGM(method=method, alpha=alpha_value, n_alphas=n_alphas or 30,
+                              positive_definite=pd, random_state=seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -66,6 +88,15 @@ def graph(
     for w in caught:
         if issubclass(w.category, UserWarning):
             typer.echo(f"warning: {w.message}", err=True)
+    cv_report = None
+    if auto:
+        alpha_used = est.alpha_
+        cv_report = {"folds": cv, "alphas": [float(a) for a in est.cv_alphas_],
+                     "mean_test_loss": [float(v) for v in est.cv_results_["mean_test_loss"]],
+                     "refit": est.refit}
+        est = est.best_estimator_
+    else:
+        alpha_used = alpha_value
     Pstd = est.precision_ * np.outer(est.scale_, est.scale_)
     d = len(names)
     pcorr = -Pstd / np.sqrt(np.outer(np.abs(np.diag(Pstd)), np.abs(np.diag(Pstd))))
@@ -78,16 +109,20 @@ def graph(
     fig_path = None
     if not no_figure:
         fig_path = (figure or data.with_name(data.stem + "_graph")).with_suffix(".png")
-        _figure(est, names, pcorr, fig_path)
+        _figure(est, names, pcorr, fig_path, alpha_used, cv_report)
     if as_json:
-        typer.echo(json.dumps({"method": method, "alpha": alpha, "n_samples": int(X.shape[0]),
+        typer.echo(json.dumps({"method": method, "alpha": alpha_used,
+                               "alpha_selection": "cv" if auto else "fixed", "cv": cv_report,
+                               "n_samples": int(X.shape[0]), "rows": sel.to_dict(),
+                               "positive_definite_shift": float(est.pd_shift_),
                                "nodes": names, "edges": edges,
                                "figure": str(fig_path) if fig_path else None}, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{len(edges)} edge(s), method={method}, alpha={alpha:g}, "
+    chosen = f"alpha={alpha_used:.4g}" + (f" (chosen by {cv}-fold CV)" if auto else "")
+    table = Table(title=f"{len(edges)} edge(s), method={method}, {chosen}, "
                   f"{X.shape[0]} rows, {np.isnan(X).mean():.0%} missing")
     for col in ("source", "target", "score", "partial corr."):
         table.add_column(col)
@@ -100,12 +135,15 @@ def graph(
         console.print(f"figure: {fig_path}")
 
 
-def _figure(est, names, pcorr, path: Path) -> None:
+def _figure(est, names, pcorr, path: Path, alpha_used: float, cv_report=None) -> None:
     import numpy as np
 
     from icml25.core import new_figure, save_figure
 
-    fig, (ax1, ax2) = new_figure(ncols=2, size=(11, 5))
+    if cv_report:
+        fig, (ax1, ax2, ax3) = new_figure(ncols=3, size=(16, 5))
+    else:
+        fig, (ax1, ax2) = new_figure(ncols=2, size=(11, 5))
     d = len(names)
     ang = 2 * np.pi * np.arange(d) / d
     xy = np.c_[np.cos(ang), np.sin(ang)]
@@ -127,5 +165,13 @@ def _figure(est, names, pcorr, path: Path) -> None:
     ax2.plot(est.alphas_, paths, lw=0.8)
     ax2.set(xscale="log", xlabel="L1 penalty", ylabel="|precision entry| (standardised)",
             title="regularisation path")
+    ax2.axvline(alpha_used, color="k", ls=":", lw=1)
     ax2.invert_xaxis()
+    if cv_report:
+        ax3.plot(cv_report["alphas"], cv_report["mean_test_loss"], marker="o", ms=3)
+        ax3.axvline(alpha_used, color="k", ls=":", lw=1, label=f"chosen {alpha_used:.3g}")
+        ax3.set(xscale="log", xlabel="L1 penalty", ylabel="mean held-out loss",
+                title=f"{cv_report['folds']}-fold CV (support refit)")
+        ax3.invert_xaxis()
+        ax3.legend(fontsize=8)
     save_figure(fig, path)
