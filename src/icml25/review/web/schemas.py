@@ -100,7 +100,7 @@ class ProposalForm(_Form):
 
 
 class CommitForm(_Form):
-    pairs: str = Field(pattern=r"^(\d+:\d+(,\d+:\d+)*)?$")  # "sid:uid,sid:uid,..."
+    pairs: str = Field(default="", pattern=r"^(\d+:\d+(,\d+:\d+)*)?$")  # "sid:uid,..."
 
     def pair_list(self) -> list[tuple[int, int]]:
         return [(int(a), int(b)) for a, b in (p.split(":") for p in self.pairs.split(",") if p)]
