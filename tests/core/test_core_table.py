@@ -99,3 +99,12 @@ def test_parquet(tmp_path):
     assert sel.X.tolist() == [[1.0, 1.0], [3.0, 3.0]] and sel.dropped_lines == [2]
     with pytest.raises(TableError, match="row 2, column 'y' is missing"):
         t.numeric()
+
+
+def test_docstring_example():
+    import doctest
+
+    import icml25.core.table as table
+
+    result = doctest.testmod(table)
+    assert result.attempted > 0 and result.failed == 0
