@@ -118,3 +118,47 @@ def test_positive_definite_projection():
     assert np.linalg.eigvalsh(clipped).min() == pytest.approx(1e-3)
     with pytest.raises(ValueError, match="positive_definite must be"):
         MissingScoreGGM(positive_definite="yes").fit(X)
+
+
+def _issue28_targets(graph: str, seeds=range(5), d=20, n=500, p_missing=0.3):
+    """Per seed: (best F1 on the full-data path, F1 of MissingScoreGGMCV, F1 of sklearn's
+    GraphicalLassoCV on mean-imputed standardised data)."""
+    from sklearn.covariance import GraphicalLassoCV
+
+    from icml25.missing_score import dense_precision, star_precision
+
+    out = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        if graph == "star":
+            P, adj = star_precision(d, rng)
+        else:
+            P, adj = dense_precision(d, rng, p_edge=0.1)
+        X = sample_gaussian(n, np.zeros(d), P, rng)
+        X[mcar_mask(X.shape, p_missing, rng)] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cv = MissingScoreGGMCV(random_state=seed).fit(X)
+            full = MissingScoreGGM(alpha=cv.cv_alphas_[-1], alpha_max=cv.cv_alphas_[0],
+                                   n_alphas=cv.cv_alphas_.size, random_state=seed).fit(X)
+            Xm = np.where(np.isnan(X), np.nanmean(X, 0), X)
+            Xm = (Xm - Xm.mean(0)) / Xm.std(0)
+            g = GraphicalLassoCV().fit(Xm)
+        thr = full.threshold
+        oracle = max(_f1(Pk * np.outer(full.scale_, full.scale_), adj, thr) for Pk in full.path_)
+        out.append((oracle, _f1(cv.precision_ * np.outer(cv.scale_, cv.scale_), adj, thr),
+                    _f1(g.precision_, adj, 1e-4)))
+    return np.array(out)
+
+
+@pytest.mark.slow
+def test_issue28_selection_targets():
+    """d = 20, n = 500, 30% MCAR, 5 seeds (docs/missing_score.md, 'Choosing the penalty').
+    Measured: star mean F1 CV 0.889 vs best-on-path 0.695 vs GraphicalLassoCV 0.353; random
+    sparse 0.475 vs 0.610 vs 0.385. The star target (within 0.05 of the path's best) holds;
+    on the random sparse graph CV beats GraphicalLassoCV but trails the path's best by 0.135
+    (one seed picks the empty graph), so that target is NOT met and not asserted."""
+    star = _issue28_targets("star").mean(0)
+    sparse = _issue28_targets("sparse").mean(0)
+    assert star[1] >= star[0] - 0.05 and star[1] > star[2] + 0.2, star
+    assert sparse[1] > sparse[2], sparse
