@@ -44,6 +44,9 @@ def test_missing_tokens_and_policies(tmp_path):
     assert drop.dropped_lines == [3, 4, 5, 6, 7, 8]  # file lines, header = line 1
     assert drop.lines == [2, 9]
     assert drop.missing_by_column == {"y": 5, "p": 1}
+    assert drop.to_dict()["column_types"] == [
+        {"name": "y", "type": "numeric", "n_missing": 5, "n_values": 3},
+        {"name": "p", "type": "numeric", "n_missing": 1, "n_values": 7}]
     rep = drop.dropped_report()
     assert "dropped 6 of 8 rows" in rep and "y 5, p 1" in rep
     with pytest.raises(TableError, match=r"line 3, column 'y' is missing \(an empty cell\)"):

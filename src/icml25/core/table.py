@@ -75,6 +75,7 @@ class NumericSelection:
     dropped_lines: list[int]
     missing_by_column: dict[str, int]
     n_rows: int
+    column_types: list[dict] = dataclasses.field(default_factory=list)
 
     def column(self, name: str) -> np.ndarray:
         return self.X[:, self.names.index(name)]
@@ -92,7 +93,8 @@ class NumericSelection:
 
     def to_dict(self) -> dict:
         return {"n_rows": self.n_rows, "n_used": len(self.lines),
-                "dropped_lines": self.dropped_lines, "missing_by_column": self.missing_by_column}
+                "dropped_lines": self.dropped_lines, "missing_by_column": self.missing_by_column,
+                "column_types": self.column_types}
 
 
 @dataclasses.dataclass
@@ -135,11 +137,13 @@ class Table:
             raise TableError(f"{self.path} has no column(s) {missing}; columns are "
                              f"{self.columns}")
 
-    def column_report(self) -> list[dict]:
-        """Per column: name, type (numeric / text / empty), n_missing, n_values and, for a
-        text column, the first non-numeric cell (line and value)."""
+    def column_report(self, names=None) -> list[dict]:
+        """Per column (default all, else ``names``): name, type (numeric / text / empty),
+        n_missing, n_values and, for a text column, the first non-numeric cell (line, value)."""
         out = []
         for name, col in zip(self.columns, self.cells, strict=True):
+            if names is not None and name not in names:
+                continue
             n_missing, bad = 0, None
             for i, c in enumerate(col):
                 v = self._parse(c)
@@ -205,7 +209,8 @@ class Table:
         keep = ~rows_bad if on_missing == "drop" else np.ones(self.n_rows, bool)
         lines = [ln for ln, k in zip(self.lines, keep, strict=True) if k]
         dropped = [ln for ln, k in zip(self.lines, keep, strict=True) if not k]
-        return NumericSelection(X[keep], names, lines, dropped, by_col, self.n_rows)
+        types = self.column_report(names)
+        return NumericSelection(X[keep], names, lines, dropped, by_col, self.n_rows, types)
 
 
 def _sniff(lines: list[str]) -> str:
