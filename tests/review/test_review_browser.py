@@ -139,7 +139,7 @@ def test_one_paper_through_the_whole_process(server):
         # chair: bidding -> assignment, auto-assign, AC by hand -> reviewing
         advance("Bidding")
         advance("Assignment")
-        chair.get_by_role("button", name="Auto-assign reviewers").click()
+        chair.get_by_role("button", name="Quick auto-assign from bids only (no preview)").click()
         sync_api.expect(chair.get_by_role("status")).to_contain_text("3 reviewer assignment")
         chair.goto(sub_url)
         chair.get_by_label("Person to assign").select_option(label="Arthur AreaChair (ac)")

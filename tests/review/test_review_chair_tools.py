@@ -92,3 +92,49 @@ def test_chairs_preview_the_optimal_assignment_before_committing_it(client, db, 
     assert bad.status_code == 400
     web_login(client, CAST.reviewers[0], DEMO_PASSWORD)
     assert client.get("/v/prev/assignment").status_code == 403
+
+
+def test_reviewers_bid_from_one_table_with_affinity_search_and_a_not_yet_bid_filter(
+        client, db, settings):
+    # before: bidding meant opening each paper in turn
+    from icml25.review.demo import default_text
+
+    topics = ["graph neural networks molecules", "protein folding diffusion",
+              "reinforcement learning robots", "conformal prediction calibration"]
+
+    def text(kind: str, **ctx: object) -> str:
+        if kind in ("title", "abstract"):
+            return f"{kind.title()}: {topics[int(ctx['paper']) - 1]} ({ctx['paper']})"
+        return default_text(kind, **ctx)
+
+    venue = populate_venue(db, settings, "bidt", Phase.SUBMISSION, n_papers=4, text=text)
+    chair = service_as(db, settings, CAST.chair)
+    chair.advance_phase(venue)  # bidding
+    rev = service_as(db, settings, CAST.reviewers[0])
+    sub_titles = {s.id: s.title for s in db.scalars(select(m.Submission).where(
+        m.Submission.venue_id == venue.id))}
+    target = next(i for i, t in sub_titles.items() if "conformal" in t)
+    rev.add_reviewer_paper("Calibrated conformal prediction", "Conformal calibration of "
+                           "prediction sets.")
+    web_login(client, CAST.reviewers[0], DEMO_PASSWORD)
+    assert "/v/bidt/bids" in client.get("/v/bidt").text
+    page = client.get("/v/bidt/bids")
+    assert page.status_code == 200
+    order = [int(x) for x in re.findall(r'name="bid_(\d+)"', page.text)]
+    assert len(order) == 4 and order[0] == target  # most similar first
+    word = sub_titles[order[1]].split()[1]
+    searched = client.get("/v/bidt/bids", params={"q": word}).text
+    assert f'name="bid_{order[1]}"' in searched
+    r = client.post("/v/bidt/bids", data={"csrf_token": csrf_of(page.text),
+                                          f"bid_{order[0]}": "2", f"bid_{order[1]}": "-1",
+                                          f"bid_{order[2]}": ""})
+    assert r.status_code == 200 and "2 bid(s) saved" in r.text
+    assert {b.submission_id: b.value for b in db.scalars(select(m.Bid).where(
+        m.Bid.user_id == rev.actor.id))} == {order[0]: 2, order[1]: -1}
+    left = client.get("/v/bidt/bids", params={"unbid": "1"}).text
+    assert sorted(int(x) for x in re.findall(r'name="bid_(\d+)"', left)) == sorted(order[2:])
+    bad = client.post("/v/bidt/bids", data={"csrf_token": csrf_of(page.text),
+                                            f"bid_{order[0]}": "9"})
+    assert bad.status_code == 400
+    web_login(client, CAST.authors[0], DEMO_PASSWORD)
+    assert 'name="bid_' not in client.get("/v/bidt/bids").text  # authors bid on nothing

@@ -160,11 +160,16 @@ def test_outsiders_see_only_the_venue_card(client, db, settings, phase):
     page = client.get("/api/v1/venues/outs", headers=api).json()
     assert page["submissions"] == []
     assert "reviews_per_paper" not in page and "bidding_enabled" not in page
-    published = {"submission": page["timeline"]["submission"]} if page.get("timeline") else {}
-    assert page.get("timeline", {}) == published  # at most the call for papers' deadline
+    published = {"submission": page["timeline"]["submission"]} if page["timeline"] else {}
+    assert page["timeline"] == published  # at most the call for papers' deadline
     if phase is not Phase.SUBMISSION:
-        assert "timeline" not in page
+        assert page["timeline"] == {} and "max_pdf_size" not in page
     assert client.get("/api/v1/venues/outs/export", headers=api).status_code == 403
+    web_login(client, "outsider@else.example", DEMO_PASSWORD)
+    html = client.get("/v/outs")
+    assert html.status_code == 200 and "deadline" not in html.text
+    if phase is Phase.SUBMISSION:
+        assert "at most 10 MiB" in client.get("/v/outs/submit").text
     member = client.get("/api/v1/venues/outs", headers=_token(db, settings, CAST.reviewers[0]))
     assert "reviewing" in member.json()["timeline"]
 
@@ -198,7 +203,8 @@ def test_submit_form_and_413_state_the_limits_in_mib(client, db, settings, engin
 GENERIC_FORM = {"email": "someone@x.example", "password": "long-enough-pw", "name": "N",
                 "slug": "new-venue", "role": "reviewer", "user_id": "1", "value": "1",
                 "text": "t", "comprehension": "3", "constructiveness": "3", "title": "T",
-                "abstract": "A", "outcome": "accept", "recommendation": "accept", "pairs": ""}
+                "abstract": "A", "outcome": "accept", "recommendation": "accept", "pairs": "",
+                "bid_1": "1"}
 GENERIC_JSON = {"title": "T", "abstract": "A", "authors": [{"name": "N", "email": "a@b.example"}],
                 "email": "someone@x.example", "role": "reviewer", "summary": "s",
                 "strengths": "s", "questions": "q", "weaknesses": "w", "score": 5,

@@ -31,13 +31,12 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import coo_matrix, csr_matrix, vstack
 
+from icml25.review.affinity import BID_SCORE as BID_AFFINITY  # bid -> score, one map
 from icml25.review.errors import AssignmentError
 
 __all__ = ["BID_AFFINITY", "AssignmentError", "Problem", "Result", "assign_dense", "quality",
            "solve", "verify"]
 
-# bid value (-2..2) -> affinity, in the spirit of OpenReview's translate map
-BID_AFFINITY = {-2: -1.0, -1: -0.5, 0: 0.0, 1: 0.75, 2: 1.0}
 
 SCALE = 10_000  # integer cost units per unit of score (flow solver)
 

@@ -201,24 +201,25 @@ def listing_item(view: dict) -> dict:
 
 
 def venue_view(viewer: Viewer, venue: m.Venue, *, authored: bool = False) -> dict:
-    """A venue as ``viewer`` may see it: its public card (name, phase) for anyone logged in;
-    the timeline and settings for its members and authors only."""
+    """A venue as ``viewer`` may see it: its public card (name, phase; while submission is
+    open, the call for papers' deadline and PDF limit) for anyone logged in; the timeline and
+    settings for its members and authors only."""
+    try:
+        timeline = json.loads(venue.timeline or "{}")
+    except ValueError:
+        timeline = {}
     out = {"id": venue.id, "slug": venue.slug, "name": venue.name, "phase": venue.phase,
            "phase_label": PHASE_LABELS[Phase(venue.phase)],
-           "my_roles": sorted(r.value for r in viewer.venue_roles)}
+           "my_roles": sorted(r.value for r in viewer.venue_roles), "timeline": {}}
+    if Phase(venue.phase) is Phase.SUBMISSION:  # what the venue publishes
+        deadline = timeline.get(Phase.SUBMISSION.value)
+        out["timeline"] = {Phase.SUBMISSION.value: deadline} if deadline else {}
+        out["max_pdf_size"] = format_size(venue.max_pdf_bytes)
     f = facts_for(viewer, None, Phase(venue.phase), authored_in_venue=authored)
     if may(Action.VIEW_VENUE_DETAILS, f):
-        try:
-            timeline = json.loads(venue.timeline or "{}")
-        except ValueError:
-            timeline = {}
         out |= {"bidding_enabled": venue.bidding_enabled,
                 "reviews_per_paper": venue.reviews_per_paper, "timeline": timeline,
                 "max_pdf_size": format_size(venue.max_pdf_bytes)}
-    elif Phase(venue.phase) is Phase.SUBMISSION:
-        # what the venue publishes in its call for papers: when submission closes
-        deadline = (json.loads(venue.timeline or "{}") or {}).get(Phase.SUBMISSION.value)
-        out["timeline"] = {Phase.SUBMISSION.value: deadline} if deadline else {}
     return out
 
 

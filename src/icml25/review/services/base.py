@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -222,10 +223,16 @@ class Service(UsesContext):
             raise NotFound("no such submission")
         return self._bundles(found[3], [found[:3]])[0]
 
-    def bundles(self, venue: m.Venue) -> list[Bundle]:
-        """Every submission of a venue, loaded."""
-        return self._bundles(venue, self.db.execute(_SUBMISSION_ROWS.where(
-            m.Submission.venue_id == venue.id).order_by(m.Submission.number)).all())
+    def bundles(self, venue: m.Venue, ids: Iterable[int] | None = None) -> list[Bundle]:
+        """Every submission of a venue (or those of ``ids`` in it), loaded, by number."""
+        where = m.Submission.venue_id == venue.id
+        if ids is not None:
+            ids = list(ids)
+            if not ids:
+                return []
+            where &= m.Submission.id.in_(ids)
+        return self._bundles(venue, self.db.execute(_SUBMISSION_ROWS.where(where).order_by(
+            m.Submission.number)).all())
 
     def authored_ids(self, venue: m.Venue) -> set[int]:
         """Ids of the venue's submissions the actor submitted or co-authors (verified)."""
@@ -251,11 +258,7 @@ class Service(UsesContext):
         if self.actor is None:
             return []
         assigned = select(m.Assignment.submission_id).where(m.Assignment.user_id == self.actor.id)
-        ids = self.authored_ids(venue) | set(self.db.scalars(assigned))
-        rows = self.db.execute(_SUBMISSION_ROWS.where(
-            m.Submission.venue_id == venue.id, m.Submission.id.in_(ids))
-            .order_by(m.Submission.number)).all() if ids else []
-        return self._bundles(venue, rows)
+        return self.bundles(venue, self.authored_ids(venue) | set(self.db.scalars(assigned)))
 
     def _review_bundle(self, review_id: int) -> tuple[m.Review, Bundle]:
         r = self.db.get(m.Review, int(review_id))

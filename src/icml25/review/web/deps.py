@@ -26,7 +26,9 @@ FLASH_COOKIE = "icml25_flash"
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent.parent / "templates"))
 TEMPLATES.env.globals.update(PHASE_LABELS=PHASE_LABELS, PHASE_ORDER=PHASE_ORDER, Phase=Phase,
                              RATING_LABELS=[(1, "poor"), (2, "weak"), (3, "fair"), (4, "good"),
-                                            (5, "excellent")])
+                                            (5, "excellent")],
+                             BID_CHOICES=[(2, "Eager"), (1, "Willing"), (0, "Neutral"),
+                                          (-1, "Reluctant"), (-2, "No")])
 
 
 class CsrfError(PermissionError):

@@ -170,6 +170,27 @@ def pages() -> APIRouter:
         n = c.svc.auto_assign(c.svc.venue(slug))
         return back(f"/v/{slug}", f"{n} reviewer assignment(s) made.")
 
+    @r.get("/v/{slug}/bids", response_class=HTMLResponse)
+    def bids_page(c: C, slug: str, q: str = "", unbid: str = "") -> Response:
+        v = c.svc.venue(slug)
+        rows = c.svc.bidding_table(v, query=q, only_unbid=bool(unbid))
+        return render(c, "bids.html", v=c.svc.venue_page(v), rows=rows, q=q,
+                      unbid=bool(unbid), has_papers=any(r["affinity"] for r in rows)
+                      or c.svc.has_reviewer_papers())
+
+    @r.post("/v/{slug}/bids")
+    async def save_bids(c: C, slug: str) -> Response:
+        form = await c.request.form()
+        bids = {}
+        for key, value in form.items():
+            if key.startswith("bid_") and value != "":
+                try:
+                    bids[int(key[4:])] = int(str(value))
+                except ValueError:
+                    raise ServiceError(f"{key}: a bid is a whole number from -2 to 2") from None
+        n = await run_in_threadpool(lambda: c.svc.save_bids(c.svc.venue(slug), bids))
+        return back(f"/v/{slug}/bids", f"{n} bid(s) saved.")
+
     @r.get("/v/{slug}/assignment", response_class=HTMLResponse)
     def assignment_page(c: C, slug: str) -> Response:
         v = c.svc.venue(slug)
