@@ -2,9 +2,12 @@
 
 Start from the given tokens with every maskable position masked; for ``steps`` steps run the model
 once, pick positions with the planner and fill them with the model's most probable value (or a
-sample at ``temperature > 0``). Revealed tokens stay fixed unless ``remask=True``, which re-predicts
-every maskable position each step and keeps only the most certain (the RDM / diffusion-vs-ar
-decoder).
+sample at ``temperature > 0``). Revealed tokens stay fixed unless ``remask=True``: then every
+step ranks the still-masked positions by the certainty of their new prediction together with the
+revealed ones by the certainty they had when they were revealed, keeps the schedule's number of
+most certain positions, and masks the rest again (confidence-based remasking, as in RDM and
+ReMDM's "conf" schedule). A revealed value is never re-predicted in place: the model was trained
+to predict masked positions only, so its output at a visible position means nothing.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ def sample(
     x = tokens.masked_fill(maskable, mask_id)
     masked = maskable.clone()
     n_target = maskable.sum(1)
+    kept_score = torch.full(tokens.shape, float("-inf"), device=device)  # certainty when revealed
     for step in range(steps):
         steps_left = steps - step
         if not remask and not masked.any():
@@ -79,11 +83,18 @@ def sample(
         probs, values = _predict(model, x, mask_id, temperature, generator)
         scores = certainty(probs, planner, generator)
         if remask:
-            # Re-predict every target position; keep the most certain, mask the rest again.
+            # masked positions compete with their new certainty, revealed ones with the
+            # certainty they were revealed with; the schedule's most certain stay, others remask
             keep = n_target - torch.div(n_target * (steps_left - 1), steps, rounding_mode="floor")
-            chosen = select_top_k(scores, maskable, keep, noise, generator)
-            x = torch.where(maskable, torch.where(chosen, values, mask_id), x)
-            masked = maskable & ~chosen
+            competing = torch.where(masked, scores, kept_score)
+            chosen = select_top_k(competing, maskable, keep, noise, generator)
+            new = chosen & masked
+            x = torch.where(new, values, x)
+            kept_score = torch.where(new, scores, kept_score)
+            dropped = maskable & ~chosen
+            x = x.masked_fill(dropped, mask_id)
+            kept_score = kept_score.masked_fill(dropped, float("-inf"))
+            masked = dropped
             continue
         k = reveal_counts(masked.sum(1), steps_left, k_mode, generator)
         chosen = select_top_k(scores, masked, k, noise, generator)
