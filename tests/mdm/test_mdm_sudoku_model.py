@@ -76,7 +76,9 @@ def test_cli_solve_file_writes_exactly_one_line_per_input(tmp_path, tiny_model):
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
     assert len(lines) == 3 and lines[1].startswith("error: ")
-    assert len(lines[0]) == len(lines[2]) == 81 and lines[0].isdigit()
+    grids = [line.removeprefix("invalid: ") for line in (lines[0], lines[2])]
+    assert all(len(g) == 81 and g.isdigit() for g in grids)  # an untrained model's answers
+    assert all(line.startswith("invalid: ") or line.isdigit() for line in (lines[0], lines[2]))
     assert "3 puzzles" in out.stderr and "1 rejected" in out.stderr
 
 
@@ -198,3 +200,13 @@ def test_full_reproduction_trains_every_phase_then_evaluates(tmp_path, monkeypat
         "hard: autoregressive, row-major (%)"}
     (ar,) = [c for c in result.comparisons if c.quantity.startswith("easy: autoregressive")]
     assert ar.published == 9.73 and 0 <= ar.ours <= 100
+
+
+def test_an_answer_that_breaks_the_rules_is_not_printed_as_a_solution():
+    # before: the grid alone, indistinguishable from a solution (issue 24)
+    from icml25.mdm.sudoku_mdm import SolveResult
+
+    grid = "1" * 81
+    assert SolveResult(grid, valid=False).line() == f"invalid: {grid}"
+    assert SolveResult(grid, valid=True).line() == grid
+    assert SolveResult(None, valid=False, error="bad length").line() == "error: bad length"

@@ -118,7 +118,11 @@ class SolveResult:
     error: str | None = None
 
     def line(self) -> str:
-        return self.solution if self.error is None else f"error: {self.error}"
+        """One output line: the solution, ``invalid: <grid>`` for an answer that breaks the
+        rules or a clue (so a script cannot take it for a solution), or ``error: <reason>``."""
+        if self.error is not None:
+            return f"error: {self.error}"
+        return self.solution if self.valid else f"invalid: {self.solution}"
 
 
 def solve_grids(model: Transformer, puzzles: np.ndarray, *, planner: str = "top_margin",
