@@ -138,3 +138,22 @@ def test_reviewers_bid_from_one_table_with_affinity_search_and_a_not_yet_bid_fil
     assert bad.status_code == 400
     web_login(client, CAST.authors[0], DEMO_PASSWORD)
     assert 'name="bid_' not in client.get("/v/bidt/bids").text  # authors bid on nothing
+
+
+def test_the_chairs_submission_table_shows_each_papers_progress(client, db, settings):
+    # before: number, title, role and status only
+    populate_venue(db, settings, "prog", Phase.FEEDBACK)
+    web_login(client, CAST.chair, DEMO_PASSWORD)
+    page = client.get("/v/prog").text
+    assert "Reviews in" in page and "Mean score (1–10)" in page
+    api = client.get("/api/v1/venues/prog", headers={
+        "Authorization": f"Bearer {service_as(db, settings, CAST.chair).create_api_token('t')}"})
+    rows = api.json()["submissions"]
+    for row in rows:
+        p = row["progress"]
+        n = db.scalar(select(func.count()).select_from(m.Review).where(
+            m.Review.submission_id == row["id"], m.Review.submitted.is_(True)))
+        assert p["submitted"] == n and p["missing"] == p["reviewers"] - n
+        assert p["mean_score"] is None or 1 <= p["mean_score"] <= 10
+    web_login(client, CAST.reviewers[0], DEMO_PASSWORD)
+    assert "Reviews in" not in client.get("/v/prog").text  # reviewers do not see progress

@@ -197,6 +197,17 @@ def listing_item(view: dict) -> dict:
     keys = ("id", "number", "title", "status", "my_roles", "decision", "authors", "keywords")
     item = {k: view[k] for k in keys if k in view}
     item["n_reviews_visible"] = len(view.get("reviews", []))
+    if "assignments" in view:  # staff: the paper's progress, from what the view already shows
+        reviews = [r for r in view.get("reviews", []) if r.get("submitted")]
+        scores = [r["score"] for r in reviews if r.get("score") is not None]
+        assigned = [a for a in view["assignments"] if a["role"] == Role.REVIEWER]
+        item["progress"] = {
+            "reviewers": len(assigned), "submitted": len(reviews),
+            "missing": max(0, len(assigned) - len(reviews)),
+            "mean_score": round(sum(scores) / len(scores), 2) if scores else None,
+            "rated": sum(1 for r in reviews if r.get("feedback")),
+            "area_chair": next((a["name"] for a in view["assignments"]
+                                if a["role"] == Role.AC), None)}
     return item
 
 
