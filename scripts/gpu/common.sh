@@ -34,3 +34,15 @@ fit_steps() {
   "$@" >&2
   summarize steps "$(summarize rate "$WORK/$name")" "$batch" "$seconds"
 }
+
+# train_in_budget: a 200-step calibration of `train` (the caller's function), then one run of
+# the steps that fit $TRAIN_SECONDS into $WORK/run; sets $train_seconds (wall time of the run).
+train_in_budget() {
+  say "calibrating"
+  local steps
+  steps=$(fit_steps calib "$BATCH" "$TRAIN_SECONDS" train "$WORK/calib" 200 --warmup 20)
+  say "training $steps steps x $BATCH"
+  local start=$SECONDS
+  train "$WORK/run" "$steps" --max-seconds "$TRAIN_SECONDS"
+  train_seconds=$((SECONDS - start))
+}

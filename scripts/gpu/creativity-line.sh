@@ -23,12 +23,7 @@ train() {  # train OUT_DIR STEPS [flags...]
     --preset paper --steps "$steps" --batch-size "$BATCH" --device "$DEVICE" \
     --precision "$PRECISION" "${EXTRA[@]}" "$@"
 }
-say "calibrating"
-steps=$(fit_steps calib "$BATCH" "$TRAIN_SECONDS" train "$WORK/calib" 200 --warmup 20)
-say "training $steps steps x $BATCH"
-start=$SECONDS
-train "$WORK/run" "$steps" --max-seconds "$TRAIN_SECONDS"
-train_seconds=$((SECONDS - start))
+train_in_budget
 say "scoring $N_TEST greedy generations on fresh seeds"
 icml25 creativity evaluate "$WORK/run" --n "$N_TEST" --device "$DEVICE" > "$WORK/eval.json"
 cat "$WORK/eval.json"

@@ -21,12 +21,7 @@ train() {  # train OUT_DIR STEPS [flags...]
     --steps "$steps" --batch-size "$BATCH" --device "$DEVICE" --precision "$PRECISION" \
     --checkpoint-every 100000000 "${EXTRA[@]}" "$@"
 }
-say "calibrating"
-steps=$(fit_steps calib "$BATCH" "$TRAIN_SECONDS" train "$WORK/calib" 200 --warmup 20)
-say "training $steps steps x $BATCH"
-start=$SECONDS
-train "$WORK/run" "$steps" --max-seconds "$TRAIN_SECONDS"
-train_seconds=$((SECONDS - start))
+train_in_budget
 say "evaluating on $N_TEST held-out puzzles"
 icml25 mdm evaluate --task sudoku --model "$WORK/run/model" --data "$WORK/test.npz" \
   --planners top_margin --device "$DEVICE" > "$WORK/eval.json"
