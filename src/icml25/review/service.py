@@ -32,7 +32,6 @@ from icml25.review.services.reviewing import Reviewing
 from icml25.review.services.rewards import Rewards
 from icml25.review.services.submissions import Submissions
 from icml25.review.services.venues import Venues
-from icml25.review.workflow import Phase, at_least
 
 SERVICES: dict[str, type[Service]] = {
     "accounts": Accounts, "venues": Venues, "submissions": Submissions,
@@ -83,8 +82,3 @@ class ReviewService(UsesContext):
         if service is None:
             raise AttributeError(f"ReviewService has no method {name!r}")
         return getattr(self.__dict__[service], name)
-
-
-def phase_is_at_least(venue: m.Venue, phase: Phase) -> bool:
-    """Convenience for templates."""
-    return at_least(venue.phase, phase)
