@@ -100,6 +100,9 @@ class Comparison(JsonRecord):
     published: float | str | None = None
     scale: str = ""
     note: str = ""
+    # One of icml25.core.verdicts.VERDICTS, and the rule that gave it (its description).
+    verdict: str = "not comparable"
+    rule: str = ""
 
 
 @dataclasses.dataclass

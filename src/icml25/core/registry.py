@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from icml25.core import verdicts
 from icml25.core.records import Comparison, ExperimentResult, Outcome
 from icml25.core.seeding import seed_everything
 
@@ -164,12 +165,18 @@ class RunContext:
         return path
 
     def compare(self, quantity: str, ours: Any, *, scale: str = "", note: str = "",
-                published: Any = None) -> Comparison:
-        """A table row; the published value defaults to the one declared at registration."""
+                published: Any = None, rule: Any = None) -> Comparison:
+        """A table row; the published value defaults to the one declared at registration.
+
+        ``rule`` (an object from :mod:`icml25.core.verdicts`) judges ours against published;
+        without one the row is ``not comparable``.
+        """
         if published is None:
             published = self.experiment.published.get(quantity)
-        return Comparison(quantity=quantity, ours=_plain(ours), published=_plain(published),
-                          scale=scale, note=note)
+        ours, published = _plain(ours), _plain(published)
+        return Comparison(quantity=quantity, ours=ours, published=published, scale=scale,
+                          note=note, verdict=verdicts.judge(rule, ours, published),
+                          rule=rule.describe() if rule is not None else "")
 
 
 def _plain(x: Any) -> Any:
