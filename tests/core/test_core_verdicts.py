@@ -77,3 +77,33 @@ def test_comparison_round_trips_its_verdict():
     # records written before verdicts existed still load, as not comparable
     old = {"quantity": "q", "ours": 1.0, "published": 2.0, "scale": "", "note": ""}
     assert Comparison.from_dict(old).verdict == v.NOT_COMPARABLE
+
+
+def test_overlap_with_a_claimed_value_stated_in_words():
+    rule = v.Overlap(ci=(-0.2, 0.1), value=0.0)
+    assert rule.judge(-0.05, "≈ 0 (no effect)") == v.AGREES
+    assert v.Overlap(ci=(0.1, 0.3), value=0.0).judge(0.2, "≈ 0") == v.FALLS_SHORT
+    assert v.Overlap(ci=(0.1, 0.3), value=0.0, gap=0.2).judge(0.2, "≈ 0") == v.WITHIN_GAP
+    assert "0" in rule.describe()
+
+
+def test_direction_or_equal_for_at_least_as_good_and_no_gain_claims():
+    as_good = v.Direction(sign=1, ci=(-0.02, 0.03), or_equal=True)
+    assert as_good.judge(0.005, "A >= B") == v.AGREES  # a tie agrees with "as good"
+    assert v.Direction(sign=1, ci=(-0.02, 0.03)).judge(0.005, "A > B") == v.WITHIN_GAP
+    assert v.Direction(sign=1, ci=(-0.3, -0.1), or_equal=True).judge(-0.2, None) == v.CONTRADICTS
+    no_gain = v.Direction(sign=-1, ci=(0.05, 0.2), or_equal=True)
+    assert no_gain.judge(0.1, "no gain") == v.CONTRADICTS  # a clear gain contradicts
+    assert v.Direction(sign=-1, margin=0.01, or_equal=True).judge(0.0, None) == v.AGREES
+    assert "not positive" in no_gain.describe()
+
+
+def test_compare_carries_rule_verdict_and_chance():
+    from icml25.core.registry import Experiment, RunContext
+
+    exp = Experiment("toy", "toy", "p", "r", {"accuracy (%)": 98.3}, {}, {}, lambda ctx: None)
+    ctx = RunContext(exp, "quick", 0, {}, None, None)
+    row = ctx.compare("accuracy (%)", 0.0, rule=v.Close(tol=1.0, gap=10.0), chance=11.1)
+    assert (row.published, row.verdict, row.chance) == (98.3, v.FALLS_SHORT, 11.1)
+    assert row.rule == "agrees within 1; within 10: scale gap"
+    assert ctx.compare("accuracy (%)", 98.0).verdict == v.NOT_COMPARABLE  # no rule stated

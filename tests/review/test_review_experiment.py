@@ -24,3 +24,23 @@ def test_outcome_bias_experiment(tmp_path):
     assert data["corr_rating_score_one_stage"] > data["corr_rating_score_two_stage"] + 3 * se
     assert data["n_submissions_stage2_released"] == exp.quick["n_papers"]
     assert (tmp_path / exp.name / "rating_vs_score.png").stat().st_size > 1000
+    verdicts = {c.quantity: c.verdict for c in result.comparisons}
+    assert verdicts["ratings given with stage 2 visible (two-stage)"] == "agrees"
+    assert verdicts["corr(rating, score), two-stage"] == "agrees"  # interval holds 0
+    assert verdicts["corr(rating, score), one-stage baseline"] == "agrees"
+    assert verdicts["corr(rating, reviewer quality), two-stage"] == "not comparable"
+
+
+def test_simulated_conference_judges_the_papers_claims(tmp_path):
+    load_experiments()
+    (exp,) = select(["review-simulated-conference"])
+    result = run_experiment(exp, mode="quick", seed=0, out_root=tmp_path)
+    assert result.status == "ok", result.error
+    rows = {c.quantity: c for c in result.comparisons}
+    two = rows["score coefficient in author ratings, two-stage"]
+    assert two.published == "0 (claim)" and two.rule.startswith("agrees when our 95% interval")
+    assert two.verdict == "agrees"
+    assert rows["score coefficient in author ratings, one-stage"].verdict == "agrees"
+    gap = rows["corr(rating, review quality), two-stage minus one-stage"]
+    assert gap.ours > 0 and gap.verdict == "agrees"
+    assert rows["LLM-review detection rate from author flags"].verdict == "not comparable"

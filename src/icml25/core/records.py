@@ -103,6 +103,8 @@ class Comparison(JsonRecord):
     # One of icml25.core.verdicts.VERDICTS, and the rule that gave it (its description).
     verdict: str = "not comparable"
     rule: str = ""
+    # What guessing scores on the same quantity (for accuracies and hit rates), when it has one.
+    chance: float | None = None
 
 
 @dataclasses.dataclass
@@ -112,6 +114,8 @@ class Outcome(JsonRecord):
     comparisons: list[Comparison] = dataclasses.field(default_factory=list)
     data: dict[str, Any] = dataclasses.field(default_factory=dict)
     notes: list[str] = dataclasses.field(default_factory=list)
+    # Where the numbers come from (training commands, model cards): the report folds these away.
+    provenance: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -134,3 +138,4 @@ class ExperimentResult(JsonRecord):
     notes: list[str] = dataclasses.field(default_factory=list)
     data: dict[str, Any] = dataclasses.field(default_factory=dict)
     error: str = ""
+    provenance: list[str] = dataclasses.field(default_factory=list)

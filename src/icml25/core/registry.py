@@ -165,18 +165,21 @@ class RunContext:
         return path
 
     def compare(self, quantity: str, ours: Any, *, scale: str = "", note: str = "",
-                published: Any = None, rule: Any = None) -> Comparison:
+                published: Any = None, rule: Any = None,
+                chance: float | None = None) -> Comparison:
         """A table row; the published value defaults to the one declared at registration.
 
         ``rule`` (an object from :mod:`icml25.core.verdicts`) judges ours against published;
-        without one the row is ``not comparable``.
+        without one the row is ``not comparable``. ``chance``: what guessing would score on
+        this quantity (an accuracy's chance level), shown beside it in the report.
         """
         if published is None:
             published = self.experiment.published.get(quantity)
         ours, published = _plain(ours), _plain(published)
         return Comparison(quantity=quantity, ours=ours, published=published, scale=scale,
                           note=note, verdict=verdicts.judge(rule, ours, published),
-                          rule=rule.describe() if rule is not None else "")
+                          rule=rule.describe() if rule is not None else "",
+                          chance=None if chance is None else float(chance))
 
 
 def _plain(x: Any) -> Any:
@@ -227,6 +230,7 @@ def run_experiment(exp: Experiment, *, mode: str = "quick", seed: int = 0,
         result.comparisons = outcome.comparisons
         result.notes = outcome.notes
         result.data = outcome.data
+        result.provenance = outcome.provenance
     except Exception:
         result.status = "failed"
         result.error = traceback.format_exc()

@@ -1,28 +1,72 @@
-"""One self-contained HTML report (figures inlined) from the ``result.json`` files of a run."""
+"""One self-contained HTML report (figures inlined) from the ``result.json`` files of a run.
+
+The page opens with what falls short: a summary table with each experiment's verdict counts
+(worst experiments first) and a list of every row that contradicts the paper or falls short of
+it. Each experiment's section then shows its rows with their verdicts (and chance levels where a
+row has one), its notes, its figures at their natural width (click one to enlarge it), and its
+provenance — settings, the rerun command, how shipped models were trained — folded away under a
+``<details>`` element.
+"""
 
 from __future__ import annotations
 
 import base64
 import html
 import json
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from icml25 import __version__
-from icml25.core.records import ExperimentResult
+from icml25.core.records import Comparison, ExperimentResult
+from icml25.core.verdicts import (
+    AGREES,
+    CONTRADICTS,
+    FALLS_SHORT,
+    NOT_COMPARABLE,
+    SEVERITY,
+    VERDICTS,
+    WITHIN_GAP,
+    tally,
+)
+
+# verdict -> CSS class
+_CLASS = {AGREES: "v-agrees", WITHIN_GAP: "v-gap", FALLS_SHORT: "v-short",
+          CONTRADICTS: "v-contra", NOT_COMPARABLE: "v-nc"}
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1320px;margin:2em auto;
 padding:0 1em;color:#1b1b1b;line-height:1.45}
 h1{margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.6em 0} th,td{border:1px solid #ccc;padding:.3em .6em;
 text-align:left;vertical-align:top} th{background:#f3f3f3}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
 code,pre{background:#f6f6f6;padding:.1em .3em;border-radius:3px}
-pre{padding:.6em;overflow-x:auto} .failed{color:#b00020;font-weight:bold} .ok{color:#00703c}
-.meta{color:#555} figure{display:inline-block;margin:.5em 1em .5em 0}
-figure img{max-width:520px;border:1px solid #eee} .empty{padding:1em;background:#fff8e1}
+pre{padding:.6em;overflow-x:auto;white-space:pre-wrap} .failed{color:#b00020;font-weight:bold}
+.ok{color:#00703c} .meta{color:#555} .rule{display:block;color:#666;font-size:.8em}
+.v-agrees{background:#e3f4e8;color:#0b5d2a} .v-gap{background:#fff3c4;color:#6b4e00}
+.v-short{background:#fde0cf;color:#8f3300} .v-contra{background:#f9d0d5;color:#9b0019}
+.v-nc{background:#eeeeee;color:#555} td.zero{color:#bbb;background:none}
+.verdict{font-weight:600;white-space:nowrap}
+figure{margin:1em 0} figure img{max-width:100%;height:auto;border:1px solid #eee;
+cursor:zoom-in} figcaption{color:#555;font-size:.9em}
+figure.zoom{position:fixed;inset:0;margin:0;background:rgba(255,255,255,.97);z-index:10;
+display:flex;flex-direction:column;align-items:center;justify-content:center;cursor:zoom-out}
+figure.zoom img{max-width:98vw;max-height:92vh;width:auto;cursor:zoom-out}
+details{margin:.6em 0} summary{cursor:pointer;color:#333}
+.empty{padding:1em;background:#fff8e1} .warn{padding:.6em 1em;background:#fff8e1}
 """
+# Click a figure to see it full-window; click again (or press Escape) to put it back.
+_JS = """
+document.addEventListener('click',e=>{const f=e.target.closest('figure');
+if(f){f.classList.toggle('zoom');}});
+document.addEventListener('keydown',e=>{if(e.key==='Escape'){
+document.querySelectorAll('figure.zoom').forEach(f=>f.classList.remove('zoom'));}});
+"""
+# A note that says how a model or number was made (a training command, a model card) is
+# provenance: folded away with the settings rather than shown beside the results.
+_PROVENANCE = re.compile(r"command:|\bicml25 [\w-]+ train\b|\btorchrun\b|--preset\b", re.I)
 
 
 def load_results(out_root: str | Path) -> list[ExperimentResult]:
@@ -36,6 +80,17 @@ def load_results(out_root: str | Path) -> list[ExperimentResult]:
     return sorted(results, key=lambda r: (r.subsystem, r.name))
 
 
+def verdict_counts(result: ExperimentResult) -> dict[str, int]:
+    """How many of the result's rows got each verdict (every verdict listed, zeros included)."""
+    return tally([c.verdict for c in result.comparisons])
+
+
+def _worst_first(result: ExperimentResult) -> tuple:
+    counts = verdict_counts(result)
+    return (result.status == "ok", -counts[CONTRADICTS], -counts[FALLS_SHORT],
+            -counts[WITHIN_GAP], -counts[NOT_COMPARABLE], result.subsystem, result.name)
+
+
 def _fmt(value) -> str:
     if value is None:
         return "—"
@@ -44,13 +99,34 @@ def _fmt(value) -> str:
     return str(value)
 
 
+def _verdict_cell(c: Comparison) -> str:
+    e = html.escape
+    rule = f"<span class='rule'>{e(c.rule)}</span>" if c.rule else ""
+    return (f"<td class='{_CLASS.get(c.verdict, 'v-nc')}'><span class='verdict'>"
+            f"{e(c.verdict)}</span>{rule}</td>")
+
+
 def _figure_tag(path: Path) -> str:
     if not path.exists():
         return f"<p class='failed'>missing figure {html.escape(path.name)}</p>"
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     name = html.escape(path.stem.replace("_", " "))
-    return (f"<figure><img alt='{name}' src='data:image/png;base64,{data}'>"
-            f"<figcaption>{name}</figcaption></figure>")
+    return (f"<figure title='click to enlarge'><img alt='{name}' "
+            f"src='data:image/png;base64,{data}'><figcaption>{name}</figcaption></figure>")
+
+
+def _comparison_table(result: ExperimentResult) -> str:
+    e = html.escape
+    chance = any(c.chance is not None for c in result.comparisons)
+    head = ("<tr><th>quantity</th><th>published</th><th>ours</th><th>verdict</th>"
+            + ("<th>chance</th>" if chance else "") + "<th>scale</th><th>note</th></tr>")
+    rows = []
+    for c in result.comparisons:
+        extra = f"<td class='n'>{e(_fmt(c.chance))}</td>" if chance else ""
+        rows.append(f"<tr><td>{e(c.quantity)}</td><td>{e(_fmt(c.published))}</td>"
+                    f"<td class='n'>{e(_fmt(c.ours))}</td>{_verdict_cell(c)}{extra}"
+                    f"<td>{e(c.scale)}</td><td>{e(c.note)}</td></tr>")
+    return f"<table>{head}{''.join(rows)}</table>"
 
 
 def _section(result: ExperimentResult, out_root: Path) -> str:
@@ -63,22 +139,62 @@ def _section(result: ExperimentResult, out_root: Path) -> str:
         f"wall time {result.wall_time_s:.1f} s · run {e(result.started_at)}</span></p>",
     ]
     if result.comparisons:
-        rows = "".join(
-            f"<tr><td>{e(c.quantity)}</td><td>{e(_fmt(c.published))}</td>"
-            f"<td>{e(_fmt(c.ours))}</td><td>{e(c.scale)}</td><td>{e(c.note)}</td></tr>"
-            for c in result.comparisons
-        )
-        parts.append("<table><tr><th>quantity</th><th>published</th><th>ours</th>"
-                     f"<th>scale</th><th>note</th></tr>{rows}</table>")
-    if result.notes:
-        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in result.notes) + "</ul>")
+        parts.append(_comparison_table(result))
+    notes = [n for n in result.notes if not _PROVENANCE.search(n)]
+    provenance = list(result.provenance) + [n for n in result.notes if _PROVENANCE.search(n)]
+    if notes:
+        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")
     if result.error:
-        parts.append(f"<pre class='failed'>{e(result.error)}</pre>")
+        last = result.error.strip().splitlines()[-1]
+        parts.append(f"<p class='failed'>{e(last)}</p><details><summary>traceback</summary>"
+                     f"<pre class='failed'>{e(result.error)}</pre></details>")
     parts += [_figure_tag(out_root / result.name / f) for f in result.figures]
     settings = ", ".join(f"{k}={v}" for k, v in result.settings.items()) or "defaults"
-    parts.append(f"<p class='meta'>Settings: {e(settings)}</p>"
-                 f"<p>Rerun: <code>{e(result.command)}</code></p></section>")
+    made = "".join(f"<li>{e(p)}</li>" for p in provenance)
+    parts.append("<details><summary>Provenance: settings, rerun command"
+                 + (", how the models were made" if provenance else "") + "</summary>"
+                 f"<p class='meta'>Settings: {e(settings)}</p>"
+                 f"<p>Rerun: <code>{e(result.command)}</code></p>"
+                 + (f"<ul>{made}</ul>" if made else "") + "</details></section>")
     return "\n".join(parts)
+
+
+def _summary(results: list[ExperimentResult]) -> str:
+    e = html.escape
+    head = ("<tr><th>experiment</th><th>paper</th><th>status</th>"
+            + "".join(f"<th>{e(v)}</th>" for v in VERDICTS)
+            + "<th>mode</th><th>wall time</th></tr>")
+    rows = []
+    for r in sorted(results, key=_worst_first):
+        counts = verdict_counts(r)
+        cells = "".join(
+            f"<td class='n {_CLASS[v] if counts[v] else 'zero'}'>{counts[v]}</td>"
+            for v in VERDICTS)
+        rows.append(f"<tr><td><a href='#{e(r.name)}'>{e(r.name)}</a></td><td>{e(r.paper)}</td>"
+                    f"<td class='{e(r.status)}'>{e(r.status)}</td>{cells}<td>{e(r.mode)}</td>"
+                    f"<td class='n'>{r.wall_time_s:.1f} s</td></tr>")
+    total = tally([c.verdict for r in results for c in r.comparisons])
+    foot = ("<tr><th colspan='3'>all comparisons</th>"
+            + "".join(f"<th class='n'>{total[v]}</th>" for v in VERDICTS)
+            + "<th colspan='2'></th></tr>")
+    return f"<table>{head}{''.join(rows)}{foot}</table>"
+
+
+def _shortfalls(results: list[ExperimentResult]) -> str:
+    """Every row that contradicts the paper or falls short of it, worst first."""
+    e = html.escape
+    bad = [(SEVERITY[c.verdict], r, c) for r in sorted(results, key=_worst_first)
+           for c in r.comparisons if c.verdict in (CONTRADICTS, FALLS_SHORT)]
+    failed = [r for r in results if r.status != "ok"]
+    if not bad and not failed:
+        return "<p class='ok'>No comparison contradicts the paper or falls short of it.</p>"
+    items = [f"<li><a href='#{e(r.name)}'>{e(r.name)}</a>: <span class='failed'>failed"
+             "</span> (no result)</li>" for r in failed]
+    items += [f"<li><span class='verdict {_CLASS[c.verdict]}'>{e(c.verdict)}</span> "
+              f"<a href='#{e(r.name)}'>{e(r.name)}</a>: {e(c.quantity)} — ours "
+              f"{e(_fmt(c.ours))}, published {e(_fmt(c.published))}</li>"
+              for _, r, c in sorted(bad, key=lambda t: t[0])]
+    return f"<h2 id='shortfalls'>What falls short</h2><ul>{''.join(items)}</ul>"
 
 
 def write_report(out_root: str | Path, results: Iterable[ExperimentResult] | None = None,
@@ -91,13 +207,19 @@ def write_report(out_root: str | Path, results: Iterable[ExperimentResult] | Non
     now = datetime.now(UTC).isoformat(timespec="seconds")
     body = [f"<h1>icml25 reproduction report</h1><p class='meta'>icml25 {e(__version__)} · "
             f"written {e(now)}</p>"]
+    if unavailable:
+        body.append("<p class='warn'>Not run here (missing extra): "
+                    + "; ".join(f"<b>{e(k)}</b>" for k in unavailable)
+                    + " — see <a href='#unavailable'>the end of the page</a>.</p>")
     if results:
-        rows = "".join(
-            f"<tr><td><a href='#{e(r.name)}'>{e(r.name)}</a></td><td>{e(r.paper)}</td>"
-            f"<td class='{e(r.status)}'>{e(r.status)}</td><td>{e(r.mode)}</td>"
-            f"<td>{r.wall_time_s:.1f} s</td></tr>" for r in results)
-        body.append("<table><tr><th>experiment</th><th>paper</th><th>status</th><th>mode</th>"
-                    f"<th>wall time</th></tr>{rows}</table>")
+        body.append("<p class='meta'>Each comparison's verdict comes from the rule its "
+                    "experiment states (shown under the verdict): <i>agrees</i>; <i>within "
+                    "scale gap</i> (the difference is what our smaller scale explains, or the "
+                    "effect is inconclusive at it); <i>falls short</i>; <i>contradicts</i> (the "
+                    "opposite of the paper's claim); <i>not comparable</i> (no published "
+                    "counterpart, or nothing to judge at this scale).</p>")
+        body.append(_summary(results))
+        body.append(_shortfalls(results))
         body += [_section(r, out_root) for r in results]
     else:
         body.append("<p class='empty'>No experiments have been run: none is registered yet, or "
@@ -105,10 +227,11 @@ def write_report(out_root: str | Path, results: Iterable[ExperimentResult] | Non
                     "exists.</p>")
     if unavailable:
         items = "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in unavailable.items())
-        body.append(f"<h2>Subsystems not available here</h2><ul>{items}</ul>")
+        body.append(f"<h2 id='unavailable'>Subsystems not available here</h2><ul>{items}</ul>")
     page = ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>icml25 reproduction report</title><style>{_CSS}</style></head><body>"
-            + "\n".join(body) + "</body></html>")
+            + "\n".join(body) + f"<script>{_JS}</script></body></html>")
     path = out_root / "report.html"
     path.write_text(page, encoding="utf-8")
     return path

@@ -11,3 +11,44 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
         raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
     ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
     return float(ci.low), float(ci.high)
+
+
+def mean_interval(values, level: float = 0.95) -> tuple[float, float]:
+    """Student-t confidence interval of the mean of ``values`` (e.g. one number per seed).
+
+    One value gives the degenerate interval (that value, twice): no spread can be estimated.
+
+    >>> mean_interval([1.0, 2.0, 3.0])  # doctest: +ELLIPSIS
+    (-0.48..., 4.48...)
+    """
+    import numpy as np
+    from scipy import stats
+
+    x = np.asarray(list(values), dtype=float)
+    if x.size == 0 or not np.isfinite(x).all():
+        raise ValueError("need at least one finite value")
+    m = float(x.mean())
+    if x.size == 1:
+        return m, m
+    half = float(stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    return m - half, m + half
+
+
+def difference_interval(p1: float, n1: int, p2: float, n2: int,
+                        level: float = 0.95) -> tuple[float, float]:
+    """Wald interval of ``p1 - p2`` for two independent proportions over ``n1`` and ``n2`` draws.
+
+    >>> lo, hi = difference_interval(0.3, 500, 0.2, 500)
+    >>> round(lo, 3), round(hi, 3)
+    (0.047, 0.153)
+    """
+    import math
+
+    from scipy import stats
+
+    if n1 < 1 or n2 < 1:
+        raise ValueError(f"need n1, n2 >= 1, got {n1}, {n2}")
+    se = math.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    d = p1 - p2
+    return d - z * se, d + z * se

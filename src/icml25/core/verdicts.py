@@ -6,11 +6,13 @@ without a rule is ``not comparable``: the report counts it, but never as agreeme
 
 - :class:`Close` — a number that should match: within ``tol`` agrees, within ``gap`` is
   ``within scale gap`` (our smaller scale explains it), beyond that ``falls short``.
-- :class:`Overlap` — our 95% interval against the published value (or interval).
+- :class:`Overlap` — our 95% interval against the published value (or interval), or against
+  ``value`` when the paper states the number in words ("no effect": ``value=0``).
 - :class:`AtLeast` / :class:`AtMost` — a target or a bound: meeting it agrees.
 - :class:`Direction` — a claim about the sign of an effect (``ours`` is the effect, e.g. A - B):
   the claimed sign agrees, the opposite sign ``contradicts``; an effect inside ``margin`` of zero
-  (or an interval that straddles zero) is ``within scale gap`` (inconclusive at our scale).
+  (or an interval that straddles zero) is ``within scale gap`` (inconclusive at our scale), or
+  agrees with ``or_equal=True`` (claims of "at least as good" or "no gain").
 - :class:`Same` — a categorical answer (the best method): equal agrees, different contradicts.
 """
 
@@ -78,10 +80,12 @@ class Overlap:
 
     ci: Sequence[float]
     gap: float | None = None  # distance beyond which a miss falls short, not a scale gap
+    # The number a claim names (e.g. 0 for "no effect") when ``published`` states it in words.
+    value: float | None = None
 
     def judge(self, ours: Any, published: Any) -> str:
         mine = _interval(list(self.ci))
-        theirs = _interval(published)
+        theirs = _interval(published) if self.value is None else (self.value, self.value)
         if theirs is None:
             b = _number(published)
             theirs = None if b is None else (b, b)
@@ -95,7 +99,9 @@ class Overlap:
         return FALLS_SHORT
 
     def describe(self) -> str:
-        return "agrees when our 95% interval overlaps the published value"
+        what = "the published value" if self.value is None else f"{self.value:g}"
+        gap = f"; within {self.gap:g}: scale gap" if self.gap is not None else ""
+        return f"agrees when our 95% interval overlaps {what}{gap}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +157,8 @@ class Direction:
     sign: int = 1
     margin: float = 0.0
     ci: Sequence[float] | None = None
+    # "at least as good" / "no gain" claims: an effect indistinguishable from zero agrees too.
+    or_equal: bool = False
 
     def __post_init__(self) -> None:
         if self.sign not in (1, -1):
@@ -163,15 +171,21 @@ class Direction:
                 return NOT_COMPARABLE
             lo, hi = iv[0] * self.sign, iv[1] * self.sign
             lo, hi = min(lo, hi), max(lo, hi)
-            return AGREES if lo > 0 else CONTRADICTS if hi < 0 else WITHIN_GAP
+            return AGREES if lo > 0 else CONTRADICTS if hi < 0 else self._tie()
         a = _number(ours)
         if a is None:
             return NOT_COMPARABLE
         a *= self.sign
-        return AGREES if a > self.margin else CONTRADICTS if a < -self.margin else WITHIN_GAP
+        return AGREES if a > self.margin else CONTRADICTS if a < -self.margin else self._tie()
+
+    def _tie(self) -> str:
+        return AGREES if self.or_equal else WITHIN_GAP
 
     def describe(self) -> str:
-        word = "positive" if self.sign > 0 else "negative"
+        if self.or_equal:
+            word = "not negative" if self.sign > 0 else "not positive"
+        else:
+            word = "positive" if self.sign > 0 else "negative"
         how = "its 95% interval" if self.ci is not None else f"margin {self.margin:g}"
         return f"agrees when the effect is {word} ({how})"
 
