@@ -70,7 +70,11 @@ def test_evaluate_table_and_figures(tmp_path):
     assert res.exit_code == 0, res.output
     assert "capacity for 50/75/90% recall" in res.output and "Delta-alpha*" in res.output
     names = {p.name for p in (tmp_path / "figs").iterdir()}
-    assert names == {"recall_vs_alpha.png", "par.png", "delta_alpha_star.png"}
+    assert names == {"recall_vs_alpha.png", "par.png", "par_smoothed.png",
+                     "delta_alpha_star.png", "report.html"}
+    html = (tmp_path / "figs" / "report.html").read_text()
+    assert "smoothed PAR CI" in html and "recall CI" in html and 'src="par_smoothed.png"' in html
+    assert "meaningless" not in html
 
 
 def test_evaluate_missing_column(tmp_path):

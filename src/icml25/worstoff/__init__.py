@@ -41,15 +41,19 @@ from icml25.worstoff.theory import (
 from icml25.worstoff.uncertainty import (
     MeaninglessPARWarning,
     ScreeningEvaluation,
+    SmoothedPAR,
     bootstrap_evaluation,
     predictor_problems,
+    smoothed_par,
 )
 
 __all__ = [
     "MeaninglessPARWarning",
     "ScreeningEvaluation",
+    "SmoothedPAR",
     "bootstrap_evaluation",
     "predictor_problems",
+    "smoothed_par",
     "bvn_cdf",
     "capacity_needed",
     "delta_alpha_star",

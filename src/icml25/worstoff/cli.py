@@ -136,7 +136,11 @@ def evaluate(
     level: Annotated[float, typer.Option(
         min=0.5, max=0.999, help="Confidence level of the percentile intervals.")] = 0.95,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
-    out: Annotated[Path, typer.Option("--out", help="Folder for the figures.")] = Path(
+    smooth: Annotated[float, typer.Option(
+        min=0.0, max=0.5, help="Bandwidth (in alpha) of the smoothed PAR curve and its "
+                               "bootstrap band; 0 skips it.")] = 0.05,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the figures and report.html.")]
+    = Path(
         "worstoff-evaluation"),
     on_missing: OnMissing = None,
     dropna: DropNA = False,
@@ -145,16 +149,22 @@ def evaluate(
     = False,
 ) -> None:
     """Recall curves, capacity for a target recall, empirical PAR (and Delta-alpha*) for your
-    own outcomes and predictions, with seeded percentile-bootstrap intervals; prints a table
-    (or JSON) and writes figures."""
+    own outcomes and predictions, with seeded percentile-bootstrap intervals and a smoothed PAR
+    curve with a band; prints a table (or JSON) and writes figures and an HTML report."""
     import numpy as np
     from rich.console import Console
     from rich.table import Table
 
     from icml25.core import save_figure
     from icml25.worstoff.empirical import delta_alpha_star, empirical_value, r2_score
-    from icml25.worstoff.plots import delta_alpha_curves, par_curves, recall_curves
-    from icml25.worstoff.uncertainty import bootstrap_evaluation, predictor_problems
+    from icml25.worstoff.plots import (
+        annotate_warnings,
+        delta_alpha_curves,
+        par_curves,
+        recall_curves,
+        smoothed_par_curves,
+    )
+    from icml25.worstoff.uncertainty import bootstrap_evaluation, predictor_problems, smoothed_par
 
     beta = beta or [0.05, 0.15, 0.25]
     cols = [outcome, prediction] + ([baseline] if baseline else [])
@@ -176,6 +186,14 @@ def evaluate(
                                          recall_targets=targets, n_boot=n_boot, level=level,
                                          seed=seed, lower_is_worse=lower, warn=False)
                  for b in beta}
+        smooths = {}
+        if smooth > 0:
+            top = 1 - d_alpha
+            fine = np.linspace(0.02, top - 0.02, 60) if top > 0.05 else np.array([top / 2])
+            at = np.unique(np.concatenate([fine, alphas[alphas <= top + 1e-12]]))
+            smooths = {b: smoothed_par(y, yhat, b, d_alpha, d_r2, alphas=at, bandwidth=smooth,
+                                       n_boot=n_boot, level=level, seed=seed,
+                                       lower_is_worse=lower, warn=False) for b in beta}
         recall = {b: empirical_value(y, yhat, grid, b, lower_is_worse=lower) for b in beta}
         curves = {f"prediction (R2={r2:.3f})": recall}
         stars = {}
@@ -191,19 +209,25 @@ def evaluate(
         typer.echo(f"warning: {problem}", err=True)
     out.mkdir(parents=True, exist_ok=True)
     regime = f"R2 = {r2:.3f}"
-    written = [save_figure(recall_curves(grid, curves, title="Recall on the worst-off"),
-                           out / "recall_vs_alpha"),
-               save_figure(par_curves(alphas, {regime: {b: e.par for b, e in evals.items()}},
-                                      bands={regime: {b: e.par_ci for b, e in evals.items()}},
-                                      title=f"Empirical PAR, steps {d_alpha:g}/{d_r2:g}, "
-                                            f"{level:.0%} bootstrap band"
-                                            + (" (MEANINGLESS: see warnings)" if problems
-                                               else "")),
-                           out / "par")]
+    flag = " (MEANINGLESS: see warnings)" if problems else ""
+    figs = {"recall_vs_alpha": recall_curves(grid, curves, title="Recall on the worst-off"),
+            "par": par_curves(alphas, {regime: {b: e.par for b, e in evals.items()}},
+                              bands={regime: {b: e.par_ci for b, e in evals.items()}},
+                              title=f"Empirical PAR, steps {d_alpha:g}/{d_r2:g}, "
+                                    f"{level:.0%} bootstrap band" + flag)}
+    if smooths:
+        figs["par_smoothed"] = smoothed_par_curves(
+            smooths, {b: (e.alphas, e.par) for b, e in evals.items()},
+            title=f"Smoothed PAR (bandwidth {smooth:g}), {regime}, {level:.0%} bootstrap band"
+                  f"; points: raw PAR" + flag)
     if stars:
-        written.append(save_figure(delta_alpha_curves(alphas, stars,
-                                                      title="Extra capacity the baseline needs"),
-                                   out / "delta_alpha_star"))
+        figs["delta_alpha_star"] = delta_alpha_curves(
+            alphas, stars, title="Extra capacity the baseline needs")
+    written = [save_figure(annotate_warnings(fig, problems), out / name)
+               for name, fig in figs.items()]
+    written.append(_html_report(out / "report.html", data, y.size, r2, evals, smooths, stars,
+                                problems, sel, level=level, n_boot=n_boot, seed=seed,
+                                higher_is_worse=higher_is_worse, figures=list(written)))
     if as_json:
         r2_ci = next(iter(evals.values())).r2_ci
         doc = {
@@ -222,6 +246,8 @@ def evaluate(
             if stars:
                 d["delta_alpha_star"] = [None if not np.isfinite(v) else float(v)
                                          for v in stars[b]]
+            if smooths:
+                d["par_smooth"] = smooths[b].to_dict()
             doc["betas"].append(d)
         typer.echo(json.dumps(doc, indent=2))
         return
@@ -265,3 +291,65 @@ def evaluate(
                       "access iff cost(access step) / cost(prediction step) < PAR.")
     for path in written:
         console.print(f"wrote {path}")
+
+
+def _html_report(path: Path, data: Path, n: int, r2: float, evals: dict, smooths: dict,
+                 stars: dict, problems: list[str], sel, *, level: float, n_boot: int, seed: int,
+                 higher_is_worse: bool, figures: list[Path]) -> Path:
+    """One page: the warnings first, every figure with its interval, the tables."""
+    from html import escape
+
+    import numpy as np
+
+    def ci(pair, digits=".3f"):
+        return "[" + ", ".join("inf" if not np.isfinite(v) else format(v, digits)
+                               for v in pair) + "]"
+
+    r2_ci = next(iter(evals.values())).r2_ci
+    parts = [f"<h1>worstoff evaluate: {escape(str(data))}</h1>",
+             f"<p>n = {n:,}, R<sup>2</sup> = {r2:.4f} {ci(r2_ci, '.4f')}; worst-off = "
+             f"{'highest' if higher_is_worse else 'lowest'} outcomes; intervals: {level:.0%} "
+             f"percentile bootstrap, {n_boot} resamples, seed {seed}.</p>"]
+    if sel.dropped_lines:
+        parts.append(f"<p>{escape(sel.dropped_report())}</p>")
+    if problems:
+        parts.append('<div class="warning" style="border:2px solid darkred;padding:.5em;'
+                     'color:darkred"><b>The PAR is meaningless for this predictor; no lever is '
+                     "recommended.</b><ul>"
+                     + "".join(f"<li>{escape(p)}</li>" for p in problems) + "</ul></div>")
+    for b, ev in evals.items():
+        sm = smooths.get(b)
+        head = ["alpha", "recall", "recall CI", "PAR", "PAR CI"]
+        if sm is not None:
+            head += ["smoothed PAR", "smoothed PAR CI"]
+        if not problems:
+            head.append("lever (equal costs)")
+        if stars:
+            head.append("Delta-alpha*")
+        rows = []
+        levers = ev.lever()
+        for i, a in enumerate(ev.alphas):
+            cells = [f"{a:.2f}", f"{ev.recall[i]:.3f}", ci(ev.recall_ci[i]),
+                     f"{ev.par[i]:.3g}", ci(ev.par_ci[i], ".3g")]
+            if sm is not None:
+                j = np.flatnonzero(np.isclose(sm.alphas, a))
+                cells += ([f"{sm.par[j[0]]:.3g}", ci(sm.par_ci[j[0]], ".3g")] if j.size
+                          else ["", ""])
+            if not problems:
+                cells.append(str(levers[i]))
+            if stars:
+                cells.append(f"{stars[b][i]:.3f}")
+            rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+        cap = " / ".join(f"{c:.3f} {ci(x)}"
+                         for c, x in zip(ev.capacity, ev.capacity_ci, strict=True))
+        targets = "/".join(f"{t:.0%}" for t in ev.recall_targets)
+        parts.append(f"<h2>beta = {b:g}</h2><p>capacity for {targets} recall: {cap}</p>"
+                     "<table border=1 cellspacing=0 cellpadding=3><tr>"
+                     + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"
+                     + "".join(rows) + "</table>")
+    for fig in figures:
+        parts.append(f'<p><img src="{escape(fig.name)}" style="max-width:100%"></p>')
+    path.write_text("<!doctype html><meta charset=utf-8><title>worstoff evaluate</title>"
+                    '<body style="font-family:sans-serif">' + "\n".join(parts)
+                    + "</body>\n", encoding="utf-8")
+    return path

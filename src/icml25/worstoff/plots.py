@@ -149,3 +149,46 @@ def delta_alpha_curves(alphas, curves: dict[float, np.ndarray], *, title: str):
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     return fig
+
+
+def smoothed_par_curves(smooth: dict, raw: dict | None = None, *, title: str):
+    """The smoothed empirical PAR per beta (``smooth[beta]``: a
+    :class:`~icml25.worstoff.uncertainty.SmoothedPAR`) with its bootstrap band, and the raw
+    PAR at its own alphas as points (``raw[beta] = (alphas, par)``); log y-axis."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    fig, ax = new_figure(size=(5.4, 3.8), constrained_layout=True)
+    for beta, sm in sorted(smooth.items()):
+        v = np.asarray(sm.par, dtype=float)
+        (line,) = ax.plot(sm.alphas, np.where(np.isfinite(v) & (v > 0), v, np.nan),
+                          label=f"beta={beta:g}")
+        b = np.asarray(sm.par_ci, dtype=float)
+        ax.fill_between(sm.alphas, np.where(b[:, 0] > 0, b[:, 0], np.nan),
+                        np.where(np.isfinite(b[:, 1]), b[:, 1], np.nan),
+                        color=line.get_color(), alpha=0.2, lw=0)
+        if raw and beta in raw:
+            a, p = (np.asarray(x, dtype=float) for x in raw[beta])
+            ax.plot(a, np.where(np.isfinite(p) & (p > 0), p, np.nan), "o", ms=3,
+                    color=line.get_color(), alpha=0.7)
+    ax.axhline(1.0, color="k", ls=":", lw=1)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(r"screening capacity $\alpha$")
+    ax.set_ylabel("PAR (log scale)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def annotate_warnings(fig, problems: list[str], *, width: int = 110):
+    """Write ``problems`` (why the PAR is meaningless) in red across the top of ``fig``, so a
+    figure shared without its table still says it."""
+    import textwrap
+
+    if not problems:
+        return fig
+    text = "\n".join(textwrap.fill("WARNING: " + p, width) for p in problems)
+    fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=7, color="darkred",
+             wrap=True, bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "darkred"})
+    return fig
