@@ -218,4 +218,11 @@ def analyse(n_per_year: int = 20_000, seed: int = 0, *, step: float = 0.1,
     out["recall_at"] = {
         a: float(empirical_value(y, p_boost, a, 0.15, lower_is_worse=False)) for a in (0.10, 0.25)
     }
+    from icml25.worstoff.uncertainty import bootstrap_evaluation
+
+    ev = bootstrap_evaluation(y, p_boost, [0.10, 0.25], 0.15, recall_targets=[0.75],
+                              n_boot=400, seed=seed, lower_is_worse=False, warn=False)
+    out["recall_at_ci"] = {0.10: ev.recall_ci[0].tolist(), 0.25: ev.recall_ci[1].tolist()}
+    out["capacity_75_ci"] = {0.15: ev.capacity_ci[0].tolist()}
+    out["r2_boosting_ci"] = ev.r2_ci.tolist()
     return out
