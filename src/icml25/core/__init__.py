@@ -2,7 +2,7 @@
 ``reproduce`` registry and the report writer. Imports nothing heavy (no torch, no web stack)."""
 
 from icml25.core.errors import MissingExtraError, require_extra
-from icml25.core.figures import new_figure, save_figure
+from icml25.core.figures import legend_outside, new_figure, save_figure
 from icml25.core.progress import progress_enabled, track
 from icml25.core.records import Comparison, ExperimentResult, JsonRecord, Outcome
 from icml25.core.registry import (
@@ -32,6 +32,7 @@ __all__ = [
     "TableError",
     "experiment",
     "load_experiments",
+    "legend_outside",
     "load_results",
     "make_rng",
     "new_figure",

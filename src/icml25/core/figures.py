@@ -49,3 +49,21 @@ def save_figure(fig, path: str | Path) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def legend_outside(ax, where: str = "right", **kw):
+    """A legend beside the axes (``where="right"``) or under them (``"below"``), never on the
+    data; ``save_figure`` (tight bounding box) keeps it in the PNG. Extra keywords go to
+    ``ax.legend``. Returns the legend, or None when nothing is labelled.
+    """
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    if where == "right":
+        place = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "borderaxespad": 0.0}
+    elif where == "below":
+        place = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.18),
+                 "ncol": min(len(handles), kw.pop("ncol", 3)), "borderaxespad": 0.0}
+    else:
+        raise ValueError(f"where must be 'right' or 'below', got {where!r}")
+    return ax.legend(handles, labels, **{**place, **kw})

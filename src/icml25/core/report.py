@@ -41,7 +41,7 @@ padding:0 1em;color:#1b1b1b;line-height:1.45}
 h1{margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.6em 0} th,td{border:1px solid #ccc;padding:.3em .6em;
 text-align:left;vertical-align:top} th{background:#f3f3f3}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n{text-align:right;font-variant-numeric:tabular-nums} td.name{white-space:nowrap}
 code,pre{background:#f6f6f6;padding:.1em .3em;border-radius:3px}
 pre{padding:.6em;overflow-x:auto;white-space:pre-wrap} .failed{color:#b00020;font-weight:bold}
 .ok{color:#00703c} .meta{color:#555} .rule{display:block;color:#666;font-size:.8em}
@@ -89,6 +89,12 @@ def _worst_first(result: ExperimentResult) -> tuple:
     counts = verdict_counts(result)
     return (result.status == "ok", -counts[CONTRADICTS], -counts[FALLS_SHORT],
             -counts[WITHIN_GAP], -counts[NOT_COMPARABLE], result.subsystem, result.name)
+
+
+def _short_paper(paper: str) -> str:
+    """``Authors (Venue Year)``: the paper's title stays in the section (and the tooltip)."""
+    m = re.match(r"[^()]*\([^()]*\)", paper)
+    return m.group(0) if m else paper
 
 
 def _fmt(value) -> str:
@@ -170,7 +176,8 @@ def _summary(results: list[ExperimentResult]) -> str:
         cells = "".join(
             f"<td class='n {_CLASS[v] if counts[v] else 'zero'}'>{counts[v]}</td>"
             for v in VERDICTS)
-        rows.append(f"<tr><td><a href='#{e(r.name)}'>{e(r.name)}</a></td><td>{e(r.paper)}</td>"
+        rows.append(f"<tr><td class='name'><a href='#{e(r.name)}'>{e(r.name)}</a></td>"
+                    f"<td title='{e(r.paper)}'>{e(_short_paper(r.paper))}</td>"
                     f"<td class='{e(r.status)}'>{e(r.status)}</td>{cells}<td>{e(r.mode)}</td>"
                     f"<td class='n'>{r.wall_time_s:.1f} s</td></tr>")
     total = tally([c.verdict for r in results for c in r.comparisons])

@@ -14,7 +14,7 @@ import json
 from functools import partial
 from pathlib import Path
 
-from icml25.core import Outcome, RunContext, experiment, new_figure
+from icml25.core import Outcome, RunContext, experiment, legend_outside, new_figure
 from icml25.core.stats import difference_interval
 from icml25.core.verdicts import Direction
 
@@ -210,7 +210,7 @@ def _figures(ctx: RunContext, task: str, grid: dict) -> None:
         ax.bar(x + width / 2, null_vals, width, label="no seed, best temperature")
         ax.set_xticks(x, methods)
         ax.set(title=f"{task}: {key}")
-    axes[0].legend(fontsize=7)
+    legend_outside(axes[1], "below", ncol=2, fontsize=8)
     ctx.save_figure(fig, f"{task}_bars")
     if not any(entry["curve"] for entry in grid.values()):
         return
@@ -221,7 +221,7 @@ def _figures(ctx: RunContext, task: str, grid: dict) -> None:
                     marker="o", label=name)
     ax.set(xlabel="training step", ylabel="creativity (seeded causal: greedy; else T=1)",
            title=f"{task}: learning curves")
-    ax.legend(fontsize=7)
+    legend_outside(ax, fontsize=7)
     ctx.save_figure(fig, f"{task}_curves")
 
 

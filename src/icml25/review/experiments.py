@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icml25.core import Outcome, RunContext, experiment, new_figure
+from icml25.core import Outcome, RunContext, experiment, legend_outside, new_figure
 from icml25.core.stats import mean_interval
 from icml25.core.verdicts import AtMost, Direction, Overlap
 
@@ -217,7 +217,7 @@ def simulated_conference(ctx: RunContext) -> Outcome:
         axes[0].bar(x + off, [agg[p][k] for k in ks], width=0.4, label=p.replace("_", "-"))
     axes[0].set_xticks(x, labels, fontsize=8)
     axes[0].axhline(0, color="k", lw=0.5)
-    axes[0].legend()
+    legend_outside(axes[0], "below", ncol=2, fontsize=8)
     axes[0].set_title(f"mean over {len(runs)} seeds")
     ks2 = ["badge_precision_top10_diligent", "badge_precision_top30_diligent",
            "harsh_share_of_top30"]

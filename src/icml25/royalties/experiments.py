@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from icml25.core import Outcome, RunContext, clopper_pearson, experiment, new_figure
+from icml25.core import Outcome, RunContext, clopper_pearson, experiment, legend_outside, new_figure
 from icml25.core.verdicts import AtLeast, AtMost, Close, Direction, Overlap
 from icml25.royalties.corpus import HolderStyle, default_holders, make_scenario
 from icml25.royalties.manipulation import merge_check, split_check
@@ -84,7 +84,7 @@ def concentration(ctx: RunContext) -> Outcome:
     ax2.set_xlabel("fraction of the artifact written in the holder's voice")
     ax2.set_ylabel("mean share of the imitated holder")
     ax2.set_ylim(0, 1.02)
-    ax2.legend()
+    legend_outside(ax2, "below", fontsize=8)
     ctx.save_figure(fig, "concentration")
     n_art = len(top_hits)
     return Outcome(
@@ -152,10 +152,11 @@ def split(ctx: RunContext) -> Outcome:
     base = curves["with substitute"][0]
     ax.plot(ms, ms * 2 * base / (ms + 1), ":", color="grey",
             label="perfect substitutes: m/(m+1) of the pair")
+    ax.set_xticks(s["shells"])
     ax.set_xlabel("number of shell holders the owner splits into")
     ax.set_ylabel("owner's total royalty share")
     ax.set_ylim(0, 1.02)
-    ax.legend(fontsize=8)
+    legend_outside(ax, fontsize=8)
     ctx.save_figure(fig, "split")
 
     def gain(ys: list[float]) -> float:
@@ -254,7 +255,7 @@ def sampling(ctx: RunContext) -> Outcome:
     ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)
     ax.set_xlabel("orderings sampled")
     ax.set_ylabel("error in Shapley value (nats)")
-    ax.legend(fontsize=8)
+    legend_outside(ax, fontsize=8)
     ctx.save_figure(fig, "sampling")
     ratio = [p / a for p, a in zip(rmse["plain"], rmse["antithetic"], strict=True)]
     cover_ci = clopper_pearson(int(np.sum(within)), len(within))
