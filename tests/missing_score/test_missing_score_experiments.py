@@ -34,6 +34,11 @@ def test_reproduction_runs_at_toy_size(name, tmp_path):
     res = run_experiment(tiny, mode="quick", seed=1, out_root=tmp_path)
     assert res.status == "ok", res.error
     assert res.comparisons and all(c.published is not None for c in res.comparisons)
+    # every row that states a claim is judged by a rule; only descriptive rows are not
+    for c in res.comparisons:
+        assert c.rule or "not judged" in c.note, c.quantity
+        assert c.verdict in ("agrees", "within scale gap", "falls short", "contradicts",
+                             "not comparable")
     assert res.figures and (tmp_path / name / res.figures[0]).stat().st_size > 1000
     data = json.loads((tmp_path / name / "result.json").read_text())
     assert data["name"] == name

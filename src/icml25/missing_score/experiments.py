@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from icml25.core import Outcome, RunContext, experiment, new_figure
+from icml25.core.verdicts import AtLeast, AtMost, Close, Direction, Same
 
 PAPER = "Givens, Liu & Reeve (ICML 2025), Score Matching with Missing Data"
 LABELS = {"iw": "Marg-IW", "variational": "Marg-Var", "em": "EM", "zeroed": "Zeroed",
@@ -56,9 +57,11 @@ def fit_truncated(X, box, method: str, s: dict, seed: int):
 @experiment(
     "missing_score-truncated-gaussian", paper=PAPER,
     reproduces="Figure 1: truncated Gaussian, d=10, missingness 0.2, Fisher divergence vs n",
-    published={"best method at smallest n": "Marg-IW ≈ EM",
+    published={"best method at smallest n": "Marg-IW or EM",
                "Zeroed / Marg-IW Fisher divergence at largest n": "> 1 (Zeroed does not converge)",
-               "Marg-Var / Marg-IW at largest n": "→ 1 as n grows"},
+               "Marg-Var / Marg-IW at largest n": 1.0,
+               "change of |log(Marg-Var / Marg-IW)| from smallest to largest n":
+               "< 0 (Var approaches IW as n grows)"},
     # proposal: the paper uses N(0, 4^2) (App. E.3.1); on this problem that proposal left IW
     # 2.7x further from the truth than N(0, 1) did (docs/missing_score.md), so N(0, 1) is used
     quick={"d": 10, "ns": [200, 500, 1000], "p_missing": 0.2, "reps": 2, "n_iter": 400,
@@ -97,15 +100,25 @@ def truncated_gaussian(ctx: RunContext) -> Outcome:
     ratio_z = float(med["zeroed"][-1] / med["iw"][-1]) if "zeroed" in med else float("nan")
     ratio_v = float(med["variational"][-1] / med["iw"][-1]) if "variational" in med else None
     scale = f"{s['reps']} reps, {s['n_iter']} Adam steps, generated data"
+    # the paper finds IW and EM indistinguishable: either one being best is its claim
     comps = [
-        ctx.compare("best method at smallest n", LABELS[best], scale=scale,
+        ctx.compare("best method at smallest n",
+                    "Marg-IW or EM" if best in ("iw", "em") else LABELS[best], scale=scale,
+                    rule=Same(),
                     note=" ".join(f"{LABELS[m]} {med[m][0]:.3f}" for m in s["methods"])),
         ctx.compare("Zeroed / Marg-IW Fisher divergence at largest n", round(ratio_z, 2),
-                    scale=scale),
+                    scale=scale, rule=AtLeast(1.0)),
     ]
     if ratio_v is not None:
+        ratio_v0 = float(med["variational"][0] / med["iw"][0])
         comps.append(ctx.compare("Marg-Var / Marg-IW at largest n", round(ratio_v, 2),
-                                 scale=scale))
+                                 scale=scale, rule=Close(tol=0.25, gap=0.75),
+                                 note="paper: the ratio approaches 1 as n grows"))
+        comps.append(ctx.compare(
+            "change of |log(Marg-Var / Marg-IW)| from smallest to largest n",
+            round(abs(np.log(ratio_v)) - abs(np.log(ratio_v0)), 3), scale=scale,
+            rule=Direction(-1, margin=0.05),
+            note=f"ratio {ratio_v0:.2f} at n={s['ns'][0]}, {ratio_v:.2f} at n={s['ns'][-1]}"))
     return Outcome(comparisons=comps,
                    data={"ns": s["ns"],
                          "fisher_divergence": {m: v.tolist() for m, v in fd.items()}},
@@ -182,7 +195,8 @@ _GGM_FULL = dict(_GGM_QUICK, n_alphas=100, var_hidden=[200, 200], var_steps=10)
     "missing_score-star-auc", paper=PAPER,
     reproduces="Figure 3: truncated star graph, ROC AUC of edge recovery vs missingness",
     published={"best method (mean AUC over missingness)": "Marg-Var",
-               "AUC range of the methods": "0.6–1.0 (axis), decreasing with missingness"},
+               "AUC range of the methods": "0.6–1.0 (axis)",
+               "mean AUC change from lowest to highest missingness": "< 0 (AUC falls)"},
     quick=dict(_GGM_QUICK, d=20, p_missing=[0.2, 0.5, 0.8], reps=1, truncate=False,
                methods=["iw", "em", "variational", "zeroed", "glasso_mean", "glasso_pairwise",
                         "em_glasso"]),
@@ -217,10 +231,15 @@ def star_auc(ctx: RunContext) -> Outcome:
     return Outcome(
         comparisons=[
             ctx.compare("best method (mean AUC over missingness)", LABELS[best], scale=scale,
+                        rule=Same(),
                         note=", ".join(f"{LABELS[m]} {overall[m]:.3f}" for m in s["methods"])),
             ctx.compare("AUC range of the methods",
                         f"{min(np.nanmin(v) for v in mean.values()):.2f}–"
-                        f"{max(np.nanmax(v) for v in mean.values()):.2f}", scale=scale),
+                        f"{max(np.nanmax(v) for v in mean.values()):.2f}", scale=scale,
+                        note="an axis range, not a claim: not judged"),
+            ctx.compare("mean AUC change from lowest to highest missingness",
+                        round(float(np.nanmean([v[-1] - v[0] for v in mean.values()])), 3),
+                        scale=scale, rule=Direction(-1, margin=0.01)),
         ],
         data={"p_missing": s["p_missing"], "auc": {m: v.tolist() for m, v in auc.items()}},
         notes=["Generated star graphs as in the paper (node 0 linked w.p. 0.9, weights "
@@ -268,10 +287,14 @@ def dimension_sweep(ctx: RunContext) -> Outcome:
                      for i, d in enumerate(s["ds"]))
     return Outcome(
         comparisons=[
+            # "catch up with or overtake": a Var lead of at most 0.02 AUC (about the spread
+            # between repetitions at this scale) agrees; up to 0.05 more is a scale gap
             ctx.compare("Marg-Var minus Marg-IW AUC at the smallest d", round(float(gap[0]), 3),
-                        scale=f"d={s['ds'][0]}; " + scale, note=note),
+                        scale=f"d={s['ds'][0]}; " + scale, note=note,
+                        rule=AtMost(0.02, gap=0.05)),
             ctx.compare("Marg-Var minus Marg-IW AUC at the largest d",
-                        round(float(gap[-1]), 3), scale=f"d={s['ds'][-1]}; " + scale)],
+                        round(float(gap[-1]), 3), scale=f"d={s['ds'][-1]}; " + scale,
+                        rule=Direction(+1, margin=0.01))],
         data={"ds": s["ds"], "auc": {m: v.tolist() for m, v in auc.items()}},
         notes=["Generated star graphs; missingness 0.7 MCAR."],
     )
