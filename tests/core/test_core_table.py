@@ -56,6 +56,42 @@ def test_missing_tokens_and_policies(tmp_path):
     assert {r["name"]: r["n_missing"] for r in t.column_report()} == {"y": 5, "p": 1}
 
 
+def test_quoted_decimal_commas_and_crlf(tmp_path):
+    p = tmp_path / "q.csv"
+    p.write_bytes(b'y;p\r\n"1,5";"2,25"\r\n"-3,0";4\r\n')
+    t = read_table(p)
+    assert (t.delimiter, t.decimal) == (";", ",")
+    assert t.numeric().X.tolist() == [[1.5, 2.25], [-3.0, 4.0]]
+
+
+def test_tab_bom_crlf_and_more_missing_tokens(tmp_path):
+    p = tmp_path / "b.tsv"
+    p.write_bytes("\ufeffa\tb\r\n1.5\tN/A\r\n3\t None \r\n4\t5\r\nnan\t6\r\n".encode())
+    t = read_table(p)
+    assert t.columns == ["a", "b"]
+    keep = t.numeric(on_missing="keep")
+    assert np.isnan(keep.X).sum() == 3 and keep.X[2].tolist() == [4.0, 5.0]
+    drop = t.numeric(on_missing="drop")
+    assert drop.X.tolist() == [[4.0, 5.0]] and drop.dropped_lines == [2, 3, 5]
+
+
+def test_other_encodings(tmp_path):
+    for enc, name in (("utf-16", "u16.csv"), ("latin-1", "l1.csv")):
+        p = tmp_path / name
+        p.write_bytes("Einkommen;Prognose für\n1,5;2\n3;4,5\n".encode(enc))
+        t = read_table(p)
+        assert t.columns == ["Einkommen", "Prognose für"], enc
+        assert t.numeric().X.tolist() == [[1.5, 2.0], [3.0, 4.5]], enc
+
+
+def test_drop_that_leaves_nothing_is_an_error(tmp_path):
+    t = read_table(_w(tmp_path, "a,b\n1,\n2,NA\n"))
+    with pytest.raises(TableError, match="every one of the 2 rows has a missing value in "
+                                         "\\['b'\\] .*a 0, b 2"):
+        t.numeric(on_missing="drop")
+    assert t.numeric(["a"], on_missing="drop").X.tolist() == [[1.0], [2.0]]
+
+
 def test_errors_name_line_column_value(tmp_path):
     t = read_table(_w(tmp_path, "a,b\n1,2\n\n3,oops\n"))  # a blank line still counts
     with pytest.raises(TableError, match="line 4, column 2: 'oops' is not a number "

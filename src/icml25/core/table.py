@@ -207,6 +207,12 @@ class Table:
                 f"{[n for n, c in by_col.items() if c]}. Drop them with on_missing='drop' "
                 f"(command line: --on-missing drop, or --dropna)")
         keep = ~rows_bad if on_missing == "drop" else np.ones(self.n_rows, bool)
+        if on_missing == "drop" and self.n_rows and not keep.any():
+            raise TableError(
+                f"{self.path}: every one of the {self.n_rows} rows has a missing value in "
+                f"{[n for n, c in by_col.items() if c]} (missing per column: "
+                + ", ".join(f"{n} {c}" for n, c in by_col.items()) + "); nothing is left "
+                "after dropping them")
         lines = [ln for ln, k in zip(self.lines, keep, strict=True) if k]
         dropped = [ln for ln, k in zip(self.lines, keep, strict=True) if not k]
         types = self.column_report(names)
