@@ -4,10 +4,10 @@ import doctest
 
 import pytest
 
-from icml25.conformal import calibration, estimators, posterior, rules, scores
+from icml25.conformal import calibration, estimators, exact, posterior, rules, scores
 
 
-@pytest.mark.parametrize("module", [posterior, calibration, estimators, rules, scores])
+@pytest.mark.parametrize("module", [posterior, calibration, estimators, rules, scores, exact])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0

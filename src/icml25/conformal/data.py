@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -82,15 +83,41 @@ def load_multilabel_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def random_subsets(n_pool: int, size: int, n_trials: int, rng) -> np.ndarray:
-    """``n_trials`` random calibration index sets (without replacement), shape (n_trials, size)."""
+    """``n_trials`` random calibration index sets (without replacement), shape (n_trials, size).
+
+    Each row is the first ``size`` distinct values of an i.i.d. uniform stream of pool indices,
+    which is a uniformly random ``size``-subset (by symmetry); rows whose stream is too short are
+    drawn again. For size << n_pool this touches O(size) numbers per trial, not O(n_pool).
+    """
     rng = np.random.default_rng(rng)
     if size >= n_pool:
         raise ValueError(f"calibration size {size} must be smaller than the pool ({n_pool})")
-    # Random keys + argpartition in row blocks: vectorised sampling without replacement.
+    if size * 4 > n_pool:  # dense subsets: random keys + argpartition
+        out = np.empty((n_trials, size), dtype=np.intp)
+        block = max(1, 4_000_000 // n_pool)
+        for start in range(0, n_trials, block):
+            stop = min(n_trials, start + block)
+            keys = rng.random((stop - start, n_pool))
+            out[start:stop] = np.argpartition(keys, size - 1, axis=1)[:, :size]
+        return out
+    # Expected distinct values among m draws: N (1 - exp(-m/N)); take m with room to spare.
+    m = size
+    while n_pool * -np.expm1(-m / n_pool) < size + 4 * math.sqrt(size) + 2:
+        m += max(1, size // 20)
     out = np.empty((n_trials, size), dtype=np.intp)
-    block = max(1, 4_000_000 // n_pool)
-    for start in range(0, n_trials, block):
-        stop = min(n_trials, start + block)
-        keys = rng.random((stop - start, n_pool))
-        out[start:stop] = np.argpartition(keys, size - 1, axis=1)[:, :size]
+    todo = np.arange(n_trials)
+    while todo.size:
+        draws = rng.integers(0, n_pool, (todo.size, m))
+        order = np.argsort(draws, axis=1, kind="stable")
+        srt = np.take_along_axis(draws, order, axis=1)
+        first = np.ones(srt.shape, dtype=bool)
+        first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+        keep = np.zeros(draws.shape, dtype=bool)  # first occurrences, in stream order
+        np.put_along_axis(keep, order, first, axis=1)
+        enough = keep.sum(axis=1) >= size
+        rank = np.cumsum(keep, axis=1)
+        take = keep & (rank <= size)
+        good = np.flatnonzero(enough)
+        out[todo[good]] = draws[good][take[good]].reshape(-1, size)
+        todo = todo[~enough]
     return out

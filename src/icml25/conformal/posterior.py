@@ -152,10 +152,15 @@ def mc_prob_below(x: np.ndarray, t: np.ndarray, threshold) -> np.ndarray:
         pos = np.argmax(jumps[one] != 0, axis=1)
         size = jumps[one, pos]
         cut = (top[one] - thr[one]) / size
-        cols = np.sort(t, axis=0).T  # (n, S), each row sorted; offset rows to search them at once
-        flat = (cols + 2.0 * np.arange(n)[:, None]).ravel()
-        below = np.searchsorted(flat, cut + 2.0 * pos, side="left") - pos * s_draws
-        out[one] = (s_draws - np.clip(below, 0, s_draws)) / s_draws
+        if one.size <= 4 * n:  # few rows: compare the needed columns directly, no sort
+            tt = t.T  # (n, S): rows are contiguous for the cached draws
+            out[one] = [np.count_nonzero(tt[p] >= c) / s_draws
+                        for p, c in zip(pos, cut, strict=True)]
+        else:
+            cols = np.sort(t, axis=0).T  # (n, S), rows sorted; offset rows to search at once
+            flat = (cols + 2.0 * np.arange(n)[:, None]).ravel()
+            below = np.searchsorted(flat, cut + 2.0 * pos, side="left") - pos * s_draws
+            out[one] = (s_draws - np.clip(below, 0, s_draws)) / s_draws
     rest = np.flatnonzero(nnz > 1)
     if rest.size:
         block = max(1, 262_144 // s_draws)
