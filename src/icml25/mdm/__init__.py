@@ -4,6 +4,11 @@
 The puzzle engines ``icml25.mdm.sudoku`` and ``icml25.mdm.zebra`` are pure NumPy; everything
 that touches a model needs the ``torch`` extra and is imported on first use.
 
+``generate`` decodes with any masked-diffusion denoiser (ours or a Hugging Face masked LM)::
+
+    from icml25.mdm import generate
+    ids = generate(model, prompt_ids, mask_id=tok.mask_token_id, gen_length=32, steps=32)
+
 Example (uses the shipped checkpoint)::
 
     from icml25.mdm import solve_sudoku
@@ -15,6 +20,10 @@ from __future__ import annotations
 import importlib
 
 _TORCH_NAMES = {
+    "generate": "decoding",
+    "Generation": "decoding",
+    "K_SCHEDULES": "planners",
+    "REMASK_SCHEDULES": "remask",
     "mask_tokens": "objective",
     "mdm_loss": "objective",
     "PLANNERS": "planners",

@@ -1,20 +1,28 @@
-"""Planners: which still-masked positions a masked-diffusion sampler reveals next.
+"""Planners and reveal-count (K) schedules: which masked positions a decoder reveals next, and
+how many.
 
-A planner turns the model's per-position distribution into a certainty score; the sampler reveals
-the K highest-scoring masked positions (optionally after adding ``noise * Gumbel``). K follows the
-vanilla sampler's expected count, so every planner spends the same number of steps.
+A planner is one small function in :data:`PLANNERS` (name -> function of the model's
+probabilities ``(B, L, V)`` returning a certainty score ``(B, L)``; larger = reveal sooner). The
+decoder reveals the K highest-scoring masked positions, optionally after adding
+``noise * Gumbel`` to the scores. Adding a planner touches this file only.
 
-- ``random``     vanilla MDM: positions in random order (each masked one revealed w.p. 1/steps_left)
+- ``random``     vanilla MDM: a uniform score, i.e. positions in random order
 - ``top_prob``   largest max-probability (Zheng et al. 2023; LLaDA's "low confidence remasking")
 - ``top_margin`` largest gap between the two most probable values (Kim et al. 2025)
-- ``entropy``    lowest entropy
+- ``entropy``    lowest entropy (Dream's ``entropy``)
+
+A K schedule (:data:`K_SCHEDULES`) is an explicit choice of the caller, never derived from the
+planner: ``linear`` reveals the vanilla sampler's expected count, rounded so the counts sum to
+the masked positions; ``binomial`` draws vanilla's own random count.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
-PLANNERS = ("random", "top_prob", "top_margin", "entropy")
+Scorer = Callable[[torch.Tensor, "torch.Generator | None"], torch.Tensor]
 
 
 def _rand(shape, generator: torch.Generator | None, like: torch.Tensor) -> torch.Tensor:
@@ -23,39 +31,75 @@ def _rand(shape, generator: torch.Generator | None, like: torch.Tensor) -> torch
     return torch.rand(shape, generator=generator, device=where).to(like.device)
 
 
+def _random(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    return _rand(probs.shape[:-1], generator, probs)
+
+
+def _top_prob(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    return probs.max(-1).values
+
+
+def _top_margin(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    top2 = probs.topk(2, dim=-1).values
+    return top2[..., 0] - top2[..., 1]
+
+
+def _entropy(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    return (probs * probs.clamp_min(1e-12).log()).sum(-1)  # negative entropy
+
+
+PLANNERS: dict[str, Scorer] = {
+    "random": _random,
+    "top_prob": _top_prob,
+    "top_margin": _top_margin,
+    "entropy": _entropy,
+}
+
+
+def check_planner(planner: str) -> Scorer:
+    """The scoring function of ``planner``, or a ValueError naming the choices."""
+    try:
+        return PLANNERS[planner]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown planner {planner!r}; choose one of {tuple(PLANNERS)}") from None
+
+
 def certainty(probs: torch.Tensor, planner: str, generator: torch.Generator | None = None):
     """Score (B, L) from probabilities (B, L, V); larger = reveal sooner."""
-    if planner == "top_prob":
-        return probs.max(-1).values
-    if planner == "top_margin":
-        top2 = probs.topk(2, dim=-1).values
-        return top2[..., 0] - top2[..., 1]
-    if planner == "entropy":
-        return (probs * probs.clamp_min(1e-12).log()).sum(-1)
-    if planner == "random":
-        return _rand(probs.shape[:-1], generator, probs)
-    raise ValueError(f"unknown planner {planner!r}; choose one of {PLANNERS}")
+    return check_planner(planner)(probs, generator)
 
 
-def reveal_counts(n_masked: torch.Tensor, steps_left: int, mode: str = "expected",
+def _linear(n_masked: torch.Tensor, steps_left: int, generator) -> torch.Tensor:
+    remaining = torch.div(n_masked * (steps_left - 1), steps_left, rounding_mode="floor")
+    return n_masked - remaining  # = ceil(n / steps_left): at least one while any is masked
+
+
+def _binomial(n_masked: torch.Tensor, steps_left: int, generator) -> torch.Tensor:
+    where = generator.device if generator is not None else n_masked.device
+    p = torch.full(n_masked.shape, 1.0 / steps_left, device=where)
+    counts = torch.binomial(n_masked.float().to(where), p, generator=generator)
+    return counts.long().to(n_masked.device)
+
+
+K_SCHEDULES = {"linear": _linear, "binomial": _binomial}
+
+
+def check_k_schedule(name: str):
+    try:
+        return K_SCHEDULES[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown K schedule {name!r}; choose one of {tuple(K_SCHEDULES)}") from None
+
+
+def reveal_counts(n_masked: torch.Tensor, steps_left: int, mode: str = "linear",
                   generator: torch.Generator | None = None) -> torch.Tensor:
-    """How many positions each row reveals this step.
-
-    ``expected``: the vanilla sampler's expected count, rounded so the remaining masked count
-    follows the linear schedule exactly and the counts over all steps sum to the blanks.
-    ``binomial``: Binomial(n_masked, 1/steps_left), vanilla's own random count.
-    """
+    """How many positions each row reveals this step (``mode``: a :data:`K_SCHEDULES` name;
+    ``expected`` is an old name of ``linear``)."""
     if steps_left < 1:
         raise ValueError("steps_left must be >= 1")
-    if mode == "expected":
-        remaining = torch.div(n_masked * (steps_left - 1), steps_left, rounding_mode="floor")
-        return n_masked - remaining
-    if mode == "binomial":
-        where = generator.device if generator is not None else n_masked.device
-        p = torch.full(n_masked.shape, 1.0 / steps_left, device=where)
-        counts = torch.binomial(n_masked.float().to(where), p, generator=generator)
-        return counts.long().to(n_masked.device)
-    raise ValueError(f"mode must be 'expected' or 'binomial', got {mode!r}")
+    return check_k_schedule("linear" if mode == "expected" else mode)(
+        n_masked, steps_left, generator)
 
 
 def gumbel(shape, generator: torch.Generator | None = None,
