@@ -24,7 +24,7 @@ SUBAPPS: dict[str, str] = {
     "collab": "CollabLLM: multiturn-aware rewards, user simulator, DPO data.",
     "review": "Peer-review platform with two-stage author feedback.",
     "royalties": "Shapley royalty shares for training-data creators.",
-    "mdm": "Masked diffusion with adaptive unmasking order: solve and train Sudoku.",
+    "mdm": "Masked diffusion with adaptive unmasking order: Sudoku and Zebra puzzles.",
     "missing_score": "Score matching and sparse graphical models from data with missing values.",
 }
 
@@ -61,52 +61,123 @@ def reproduce(
     list_: Annotated[bool, typer.Option(
         "--list", help="List registered experiments and exit.")] = False,
 ) -> None:
-    """Run the papers' headline experiments; write results/<name>/ and results/report.html."""
+    """Run the papers' headline experiments; write results/<name>/ and results/report.html.
+
+    Experiments whose extra is not installed are skipped (and listed); none can run: exit 1.
+    """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from icml25.core import load_experiments, run_experiment, select, write_report
+    from icml25.core.errors import MissingExtraError
+    from icml25.core.registry import unavailable as unavailable_experiments
 
     console = Console()
-    unavailable = load_experiments()
+    load_experiments()
     try:
         chosen = select(names or [])
     except KeyError as exc:
         raise typer.BadParameter(exc.args[0], param_hint="NAMES") from None
-
+    except MissingExtraError as exc:
+        _fail(str(exc))
+    picked = {e.name for e in chosen}
+    cannot = [u for u in unavailable_experiments() if not names or u.name in picked]
     if list_:
-        table = Table("experiment", "subsystem", "reproduces", "quick", "full")
-        for exp in chosen:
-            table.add_row(exp.name, exp.subsystem, exp.reproduces,
-                          _settings(exp.quick), _settings(exp.full))
-        console.print(table if chosen else "No experiments are registered yet.")
-        for room, why in unavailable.items():
-            console.print(f"[yellow]{room} unavailable:[/] {why}")
+        _print_list([e for e in chosen if not e.missing_extras()], cannot)
         return
+    blocked = [e for e in chosen if e.missing_extras()]
+    if blocked and len(blocked) == len(chosen):  # nothing asked for can run: an error
+        by_why: dict[str, list[str]] = {}
+        for e in blocked:
+            by_why.setdefault(e.why_unavailable(), []).append(e.name)
+        _fail("; ".join(f"{', '.join(n)} cannot run here: {why}" for why, n in by_why.items()))
+    chosen = [e for e in chosen if e not in blocked]
+    skipped = {u.name: u.why for u in cannot}  # listed in the report and below the summary
 
     mode = "full" if full else "quick"
-    summary = Table("experiment", "status", "wall time")
+    summary = Table("experiment", "status", "verdicts", "wall time")
     failed = 0
     for exp in chosen:
         console.print(f"[bold]running[/] {exp.name} ({mode})")
         result = run_experiment(exp, mode=mode, seed=seed, out_root=out)
         failed += result.status != "ok"
         style = "green" if result.status == "ok" else "red"
-        summary.add_row(exp.name, f"[{style}]{result.status}[/]", f"{result.wall_time_s:.1f} s")
+        summary.add_row(exp.name, f"[{style}]{result.status}[/]", _verdicts(result),
+                        f"{result.wall_time_s:.1f} s")
         if result.error:
-            console.print(f"[red]{result.error}[/]")
-    report = write_report(out, unavailable=unavailable)
+            console.print(escape(result.error), style="red", markup=False)
+    report = write_report(out, unavailable=skipped or None)
     if chosen:
         console.print(summary)
     else:
         console.print("No experiments are registered yet; the report says so.")
-    console.print(f"report: {report}")
+    for name, why in skipped.items():
+        console.print(f"skipped {name}: {why}", markup=False, style="yellow")
+    console.print(f"report: {report}", markup=False)
     if failed:
         raise typer.Exit(code=1)
 
 
-def _settings(settings: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in settings.items())
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=1)
+
+
+def _verdicts(result) -> str:
+    """'3 agree, 1 falls short' — the result's verdict counts, problems in colour."""
+    from icml25.core.verdicts import tally
+
+    colour = {"agrees": "green", "within scale gap": "yellow", "falls short": "red",
+              "contradicts": "bold red", "not comparable": "dim"}
+    counts = tally([c.verdict for c in result.comparisons])
+    parts = [f"[{colour[v]}]{n} {v}[/]" for v, n in counts.items() if n]
+    return ", ".join(parts) or "-"
+
+
+def _unavailable_line(why: str) -> str:
+    """``UNAVAILABLE: needs the 'torch' extra (pip install 'icml25[torch]')`` from a reason."""
+    import re
+
+    m = re.search(r"icml25\[([\w,-]+)\]", why)
+    if not m:
+        return f"UNAVAILABLE here: {why}"
+    return f"UNAVAILABLE here: needs the '{m.group(1)}' extra (pip install 'icml25[{m.group(1)}]')"
+
+
+def _print_list(chosen, cannot) -> None:
+    """Experiments by subsystem, names in full on their own column, wrapped to the terminal."""
+    import shutil
+    import textwrap
+
+    width = max(shutil.get_terminal_size((100, 24)).columns, 40)
+    rows = [(e.subsystem, e.name, e.reproduces, "") for e in chosen]
+    rows += [(u.subsystem, u.name, u.reproduces, _unavailable_line(u.why)) for u in cannot]
+    if not rows:
+        typer.echo("No experiments are registered yet.")
+        return
+    order = {room: i for i, room in enumerate(SUBAPPS)}
+    name_w = min(max(len(r[1]) for r in rows) + 2, width // 2)
+    text_w = max(width - name_w - 2, 20)
+    head = ("icml25 reproduce NAME runs one (a subsystem name runs its experiments; no name: "
+            "all). The settings of --quick and --full are in each record's provenance in "
+            "results/report.html.")
+    typer.echo("\n".join(textwrap.wrap(head, width)))
+    room = None
+    for sub, name, what, how in sorted(rows, key=lambda r: (order.get(r[0], 99), r[1])):
+        if sub != room:
+            typer.echo(f"\n{sub}")
+            room = sub
+        lines = textwrap.wrap(what, text_w) + textwrap.wrap(how, text_w)
+        pad = " " * (name_w + 2)
+        if len(name) + 2 > name_w:  # a name longer than the column: alone on its line
+            typer.echo(f"  {name}")
+            first = pad + (lines[0] if lines else "")
+        else:
+            first = f"  {name.ljust(name_w)}{lines[0] if lines else ''}"
+        typer.echo(first.rstrip())
+        for line in lines[1:]:
+            typer.echo(pad + line)
 
 
 def get_app(argv: list[str]) -> typer.Typer:
@@ -133,21 +204,25 @@ def _placeholder() -> None:
     """Loaded on use."""
 
 
-# a heavy dependency -> the extra that brings it (for the one-line error on a core-only install)
-EXTRA_OF = {
-    "torch": "torch", "safetensors": "torch",
-    "fastapi": "review", "sqlalchemy": "review", "alembic": "review", "argon2": "review",
-    "uvicorn": "review", "jinja2": "review", "psycopg": "review", "ortools": "review",
-    "cryptography": "review", "pydantic_settings": "review", "swagger_ui_bundle": "review",
-    "multipart": "review", "openai": "llm", "transformers": "llm", "trl": "llm",
-    "datasets": "llm", "sacrebleu": "llm", "sympy": "llm",
-}
+def quiet_flags(command) -> None:
+    """Drop the ``<bool>`` placeholder that the help shows beside every on/off flag, in
+    ``command`` and all its sub-commands (a flag takes no value, so there is nothing to type)."""
+    params = list(getattr(command, "params", []))
+    try:  # --help is made on first use and kept: make it now, to quieten it too
+        params.append(command.get_help_option(command.context_class(command)))
+    except Exception:  # noqa: BLE001 - only cosmetic: keep the placeholder rather than fail
+        pass
+    for param in params:
+        if getattr(param, "param_type_name", "") == "option" and getattr(param, "is_flag", 0):
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        quiet_flags(sub)
 
 
 def main(argv: list[str] | None = None) -> None:
     import sys
 
-    from icml25.core.errors import MissingExtraError
+    from icml25.core.errors import EXTRA_OF, MissingExtraError, extra_message
 
     argv = list(sys.argv[1:] if argv is None else argv)
     for i, arg in enumerate(argv):  # `missing_score` names the sub-app `missing-score` too
@@ -156,15 +231,16 @@ def main(argv: list[str] | None = None) -> None:
                 argv[i] = arg.replace("_", "-")
             break
     try:
-        get_app(argv)(args=argv, prog_name="icml25")
+        command = typer.main.get_command(get_app(argv))
+        quiet_flags(command)
+        command.main(args=argv, prog_name="icml25")
     except MissingExtraError as exc:
         sys.exit(f"error: {exc}")
     except ModuleNotFoundError as exc:
         top = (exc.name or "").split(".")[0]
         if top not in EXTRA_OF:
             raise
-        sys.exit(f"error: this command needs '{top}', which comes with the '{EXTRA_OF[top]}' "
-                 f"extra: pip install 'icml25[{EXTRA_OF[top]}]'")
+        sys.exit(f"error: this command {extra_message(EXTRA_OF[top], top)}")
 
 
 if __name__ == "__main__":

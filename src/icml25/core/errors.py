@@ -22,3 +22,36 @@ def require_extra(module: str, extra: str) -> ModuleType:
             f"'{module}' is not installed; it comes with the '{extra}' extra: "
             f"pip install 'icml25[{extra}]'"
         ) from exc
+
+
+# A heavy dependency -> the extra that brings it (for the one-line error on a core-only install).
+EXTRA_OF = {
+    "torch": "torch", "safetensors": "torch",
+    "fastapi": "review", "sqlalchemy": "review", "alembic": "review", "argon2": "review",
+    "uvicorn": "review", "jinja2": "review", "psycopg": "review", "ortools": "review",
+    "cryptography": "review", "pydantic_settings": "review", "swagger_ui_bundle": "review",
+    "multipart": "review", "openai": "llm", "transformers": "llm", "trl": "llm",
+    "datasets": "llm", "sacrebleu": "llm", "sympy": "llm",
+}
+# An extra -> the modules whose presence says it is installed.
+EXTRA_MODULES = {"torch": ("torch", "safetensors"), "review": ("sqlalchemy", "fastapi"),
+                 "llm": ("openai", "transformers")}
+
+
+def extra_message(extra: str, module: str | None = None) -> str:
+    """``needs the 'torch' extra: pip install 'icml25[torch]'`` (naming ``module`` if given)."""
+    what = f"'{module}', which comes with " if module else ""
+    return f"needs {what}the '{extra}' extra: pip install 'icml25[{extra}]'"
+
+
+def extra_installed(extra: str) -> bool:
+    """Whether the modules of ``extra`` can be imported (checked without importing them)."""
+    import importlib.util
+
+    def found(module: str) -> bool:
+        try:
+            return importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a broken or blocked install counts as missing
+            return False
+
+    return all(found(m) for m in EXTRA_MODULES.get(extra, ()))

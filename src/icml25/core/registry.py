@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from icml25.core import verdicts
+from icml25.core.errors import EXTRA_OF, MissingExtraError, extra_installed, extra_message
 from icml25.core.records import Comparison, ExperimentResult, Outcome
 from icml25.core.seeding import seed_everything
 
@@ -56,15 +57,40 @@ class Experiment:
     quick: dict[str, Any]
     full: dict[str, Any]
     func: Callable[[RunContext], Outcome]
+    requires: tuple[str, ...] = ()  # extras (pyproject optional dependencies) it needs
 
     def settings(self, mode: str) -> dict[str, Any]:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         return dict(self.quick if mode == "quick" else self.full)
 
+    def missing_extras(self) -> list[str]:
+        """The extras it needs that are not installed here."""
+        return [x for x in self.requires if not extra_installed(x)]
+
+    def why_unavailable(self) -> str:
+        """One line naming the missing extra(s); empty when it can run here."""
+        return "; ".join(extra_message(x) for x in self.missing_extras())
+
+
+@dataclasses.dataclass(frozen=True)
+class Unavailable:
+    """An experiment that cannot run here, and why (the extra to install)."""
+
+    name: str
+    subsystem: str
+    reproduces: str
+    why: str
+
+
+# Rooms whose experiments all need an extra (an experiment can also say so: requires=...).
+ROOM_REQUIRES: dict[str, tuple[str, ...]] = {
+    "mdm": ("torch",), "creativity": ("torch",), "missing_score": ("torch",),
+}
 
 _REGISTRY: dict[str, Experiment] = {}
 _UNAVAILABLE: dict[str, str] = {}
+_UNAVAILABLE_DECLARED: dict[str, Unavailable] = {}  # declared in a room that cannot import
 
 
 def experiment(
@@ -76,16 +102,22 @@ def experiment(
     quick: dict[str, Any] | None = None,
     full: dict[str, Any] | None = None,
     subsystem: str | None = None,
+    requires: tuple[str, ...] | list[str] | None = None,
 ) -> Callable[[Callable[[RunContext], Outcome]], Callable[[RunContext], Outcome]]:
-    """Register ``fn`` as a headline experiment (see the module docstring)."""
+    """Register ``fn`` as a headline experiment (see the module docstring).
+
+    ``requires``: the extras it needs (default: its room's, :data:`ROOM_REQUIRES`); without
+    them ``reproduce`` lists it as unavailable, naming the extra, instead of failing it.
+    """
 
     def register(fn: Callable[[RunContext], Outcome]) -> Callable[[RunContext], Outcome]:
         room = subsystem or _subsystem_of(fn)
         if name in _REGISTRY and _REGISTRY[name].func is not fn:
             raise ValueError(f"experiment {name!r} is registered twice")
+        needs = tuple(requires) if requires is not None else ROOM_REQUIRES.get(room, ())
         _REGISTRY[name] = Experiment(
             name, room, paper, reproduces, dict(published or {}), dict(quick or {}),
-            dict(full or quick or {}), fn,
+            dict(full or quick or {}), fn, needs,
         )
         return fn
 
@@ -103,7 +135,11 @@ def _subsystem_of(fn: Callable) -> str:
 
 
 def load_experiments() -> dict[str, str]:
-    """Import every subsystem's ``experiments`` module; return {subsystem: why unavailable}."""
+    """Import every subsystem's ``experiments`` module; return {subsystem: why unavailable}.
+
+    The experiments a room declares are still listed (:func:`unavailable`) when the room
+    cannot be imported: their names are read from its source, without running it.
+    """
     for room in SUBSYSTEMS:
         module = f"icml25.{room}.experiments"
         try:
@@ -111,10 +147,57 @@ def load_experiments() -> dict[str, str]:
         except ModuleNotFoundError as exc:
             if exc.name in (f"icml25.{room}", module):
                 continue  # this subsystem has no experiments (yet)
-            _UNAVAILABLE[room] = f"needs '{exc.name}' ({exc})"
+            top = (exc.name or "").split(".")[0]
+            _UNAVAILABLE[room] = (extra_message(EXTRA_OF[top], top) if top in EXTRA_OF
+                                  else f"needs '{exc.name}' ({exc})")
         except ImportError as exc:  # MissingExtraError and friends
             _UNAVAILABLE[room] = str(exc)
+        else:
+            continue
+        for name, reproduces in declared_experiments(room):
+            if name not in _REGISTRY:
+                _UNAVAILABLE_DECLARED[name] = Unavailable(name, room, reproduces,
+                                                          _UNAVAILABLE[room])
     return dict(_UNAVAILABLE)
+
+
+def declared_experiments(room: str) -> list[tuple[str, str]]:
+    """``(name, reproduces)`` of each ``@experiment`` in a room's ``experiments.py``, read from
+    its source (so a room whose extra is missing can still say what it would run)."""
+    import ast
+
+    path = Path(__file__).resolve().parent.parent / room / "experiments.py"
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for deco in node.decorator_list:
+            fn = getattr(deco, "func", None)
+            called = getattr(fn, "id", None) or getattr(fn, "attr", None)
+            if called != "experiment" or not deco.args:
+                continue
+            first = deco.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                repro = next((k.value.value for k in deco.keywords if k.arg == "reproduces"
+                              and isinstance(k.value, ast.Constant)), "")
+                found.append((first.value, str(repro)))
+    return found
+
+
+def unavailable() -> list[Unavailable]:
+    """Every experiment that cannot run here (after :func:`load_experiments`), with why."""
+    out = [Unavailable(e.name, e.subsystem, e.reproduces, e.why_unavailable())
+           for e in registered() if e.missing_extras()]
+    out += [u for u in _UNAVAILABLE_DECLARED.values() if u.name not in _REGISTRY]
+    named = {u.subsystem for u in out}
+    out += [Unavailable(room, room, "", why) for room, why in _UNAVAILABLE.items()
+            if room not in named]  # a room that failed to import before declaring anything
+    order = {room: i for i, room in enumerate(SUBSYSTEMS)}
+    return sorted(out, key=lambda u: (order.get(u.subsystem, 99), u.name))
 
 
 def registered() -> list[Experiment]:
@@ -134,6 +217,12 @@ def select(names: Iterable[str] = ()) -> list[Experiment]:
         key = _key(wanted)  # missing-score and missing_score name the same subsystem
         hits = [e for e in every if key in (_key(e.name), _key(e.subsystem))]
         if not hits:
+            gone = [u for u in _UNAVAILABLE_DECLARED.values()
+                    if key in (_key(u.name), _key(u.subsystem))]
+            gone += [Unavailable(r, r, "", why) for r, why in _UNAVAILABLE.items()
+                     if key == _key(r) and not gone]
+            if gone:
+                raise MissingExtraError(f"{wanted} cannot run here: {gone[0].why}")
             known = sorted({e.name for e in every} | {e.subsystem for e in every})
             raise KeyError(f"no experiment or subsystem named {wanted!r}; known: {known}")
         chosen += [e for e in hits if e not in chosen]

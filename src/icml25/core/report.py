@@ -234,7 +234,7 @@ def write_report(out_root: str | Path, results: Iterable[ExperimentResult] | Non
                     "exists.</p>")
     if unavailable:
         items = "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in unavailable.items())
-        body.append(f"<h2 id='unavailable'>Subsystems not available here</h2><ul>{items}</ul>")
+        body.append(f"<h2 id='unavailable'>Not run here: an extra is missing</h2><ul>{items}</ul>")
     page = ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>icml25 reproduction report</title><style>{_CSS}</style></head><body>"

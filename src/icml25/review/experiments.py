@@ -45,7 +45,8 @@ def _rating(quality_seen: float, score_seen: float | None, bias: float, noise: f
             reproduces="Sec. 3 design claim: authors rate reviews before seeing scores",
             published={"ratings given with stage 2 visible (two-stage)": "0 (by design)"},
             quick={"n_papers": 24, "n_reviewers": 12, "k": 3, "bias": 1.0, "noise_sd": 0.5},
-            full={"n_papers": 150, "n_reviewers": 60, "k": 3, "bias": 1.0, "noise_sd": 0.5})
+            full={"n_papers": 150, "n_reviewers": 60, "k": 3, "bias": 1.0, "noise_sd": 0.5},
+            requires=("review",))  # it runs the real platform (the service layer, SQLite)
 def outcome_bias(ctx: RunContext) -> Outcome:
     """Run a venue through the platform; measure what authors could see when they rated."""
     from icml25.core import require_extra

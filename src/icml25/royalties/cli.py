@@ -39,7 +39,7 @@ def _clear_errors():
     try:
         yield
     except RoyaltyInputError as exc:
-        typer.echo(f"Error: {exc}", err=True)
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from None
 
 
