@@ -107,3 +107,10 @@ def test_compare_carries_rule_verdict_and_chance():
     assert (row.published, row.verdict, row.chance) == (98.3, v.FALLS_SHORT, 11.1)
     assert row.rule == "agrees within 1; within 10: scale gap"
     assert ctx.compare("accuracy (%)", 98.0).verdict == v.NOT_COMPARABLE  # no rule stated
+
+
+def test_no_gain_claims():
+    assert v.NoGain(ci=(-0.02, 0.03)).judge(0.005, "A ≈ B") == v.AGREES
+    assert v.NoGain(ci=(0.05, 0.2)).judge(0.1, "A ≈ B") == v.CONTRADICTS
+    assert v.NoGain(ci=(-0.3, -0.1)).judge(-0.2, "A ≈ B") == v.FALLS_SHORT
+    assert v.NoGain(ci=(None, 1)).judge(0.0, None) == v.NOT_COMPARABLE

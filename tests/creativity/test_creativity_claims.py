@@ -74,3 +74,16 @@ def test_incoherent_cells_make_a_claim_not_comparable():
     rows = _judged("line", grid)
     assert {r[1] for r in rows.values()} == {v.NOT_COMPARABLE}
     assert all("coherence below 5%" in r[2]["note"] for r in rows.values())
+
+
+def test_teacherless_far_below_ntp_falls_short_of_parity():
+    rows = _judged("line", _grid({"ntp": 0.22, "teacherless": 0.03, "diffusion": 0.03},
+                                 {"ntp": 0.15, "teacherless": 0.04, "diffusion": 0.03}))
+    row = rows["line: creativity teacherless - ntp (best decoding each)"]
+    assert row[1] == v.FALLS_SHORT and "≈ NTP" in row[2]["published"]
+
+
+def test_both_rates_zero_is_inconclusive_not_a_point_interval():
+    rows = _judged("triangle", _grid({"ntp": 0.0, "teacherless": 0.0, "diffusion": 0.0},
+                                     {"ntp": 0.0, "teacherless": 0.0, "diffusion": 0.0}))
+    assert rows["triangle: creativity diffusion - ntp (best decoding each)"][1] == v.WITHIN_GAP

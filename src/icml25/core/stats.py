@@ -36,11 +36,16 @@ def mean_interval(values, level: float = 0.95) -> tuple[float, float]:
 
 def difference_interval(p1: float, n1: int, p2: float, n2: int,
                         level: float = 0.95) -> tuple[float, float]:
-    """Wald interval of ``p1 - p2`` for two independent proportions over ``n1`` and ``n2`` draws.
+    """Agresti–Caffo interval of ``p1 - p2`` for two independent proportions over ``n1`` and
+    ``n2`` draws (one success and one failure added to each: sound near 0 and 1, where the
+    plain Wald interval collapses to a point).
 
     >>> lo, hi = difference_interval(0.3, 500, 0.2, 500)
     >>> round(lo, 3), round(hi, 3)
-    (0.047, 0.153)
+    (0.046, 0.153)
+    >>> lo, hi = difference_interval(0.0, 500, 0.0, 500)
+    >>> lo < 0 < hi
+    True
     """
     import math
 
@@ -48,7 +53,8 @@ def difference_interval(p1: float, n1: int, p2: float, n2: int,
 
     if n1 < 1 or n2 < 1:
         raise ValueError(f"need n1, n2 >= 1, got {n1}, {n2}")
-    se = math.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2)
+    a, b = (p1 * n1 + 1) / (n1 + 2), (p2 * n2 + 1) / (n2 + 2)
+    se = math.sqrt(a * (1 - a) / (n1 + 2) + b * (1 - b) / (n2 + 2))
     z = float(stats.norm.ppf(0.5 + level / 2))
-    d = p1 - p2
+    d = a - b
     return d - z * se, d + z * se

@@ -13,6 +13,8 @@ without a rule is ``not comparable``: the report counts it, but never as agreeme
   the claimed sign agrees, the opposite sign ``contradicts``; an effect inside ``margin`` of zero
   (or an interval that straddles zero) is ``within scale gap`` (inconclusive at our scale), or
   agrees with ``or_equal=True`` (claims of "at least as good" or "no gain").
+- :class:`NoGain` — a claim that an effect is absent: a clear gain contradicts it, a clear
+  loss falls short of the parity the paper saw.
 - :class:`Same` — a categorical answer (the best method): equal agrees, different contradicts.
 """
 
@@ -188,6 +190,28 @@ class Direction:
             word = "positive" if self.sign > 0 else "negative"
         how = "its 95% interval" if self.ci is not None else f"margin {self.margin:g}"
         return f"agrees when the effect is {word} ({how})"
+
+
+@dataclasses.dataclass(frozen=True)
+class NoGain:
+    """A claim that an effect is absent ("no gain": A ≈ B); ``ours`` is the effect A - B.
+
+    Our 95% interval ``ci`` holding zero agrees; an interval above zero (a gain the paper says
+    is not there) contradicts the claim; one below zero falls short (the parity the paper saw
+    is not reached: A does worse here).
+    """
+
+    ci: Sequence[float]
+
+    def judge(self, ours: Any, published: Any) -> str:
+        iv = _interval(list(self.ci))
+        if iv is None:
+            return NOT_COMPARABLE
+        return CONTRADICTS if iv[0] > 0 else FALLS_SHORT if iv[1] < 0 else AGREES
+
+    def describe(self) -> str:
+        return ("agrees when our 95% interval holds 0; above: contradicts; below: falls "
+                "short")
 
 
 @dataclasses.dataclass(frozen=True)
