@@ -53,7 +53,8 @@ figure{margin:1em 0} figure img{max-width:100%;height:auto;border:1px solid #eee
 cursor:zoom-in} figcaption{color:#555;font-size:.9em}
 figure.zoom{position:fixed;inset:0;margin:0;background:rgba(255,255,255,.97);z-index:10;
 display:flex;flex-direction:column;align-items:center;justify-content:center;cursor:zoom-out}
-figure.zoom img{max-width:98vw;max-height:92vh;width:auto;cursor:zoom-out}
+figure.zoom img{width:98vw;height:92vh;max-width:none;object-fit:contain;border:0;
+cursor:zoom-out}
 details{margin:.6em 0} summary{cursor:pointer;color:#333}
 .empty{padding:1em;background:#fff8e1} .warn{padding:.6em 1em;background:#fff8e1}
 """
