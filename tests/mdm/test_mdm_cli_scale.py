@@ -91,7 +91,7 @@ def test_solve_and_evaluate_on_a_named_device(tmp_path, data_file):
     out = runner.invoke(app, ["solve", EASY, "--model", str(tmp_path / "m"), "--steps", "3",
                               "--device", "cpu"])
     assert out.exit_code == 0, out.output
-    assert len(out.stdout.strip().removeprefix("invalid: ")) == 81
+    assert len(out.stdout.strip().removeprefix("unsolved: ")) == 81
     out = runner.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--data",
                               str(data_file), "--planners", "top_margin", "--steps", "3",
                               "--device", "cpu", "--batch-size", "4"])

@@ -76,16 +76,16 @@ def test_cli_solve_file_writes_exactly_one_line_per_input(tmp_path, tiny_model):
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
     assert len(lines) == 3 and lines[1].startswith("error: ")
-    grids = [line.removeprefix("invalid: ") for line in (lines[0], lines[2])]
+    grids = [line.removeprefix("unsolved: ") for line in (lines[0], lines[2])]
     assert all(len(g) == 81 and g.isdigit() for g in grids)  # an untrained model's answers
-    assert all(line.startswith("invalid: ") or line.isdigit() for line in (lines[0], lines[2]))
+    assert all(line.startswith("unsolved: ") or line.isdigit() for line in (lines[0], lines[2]))
     assert "3 puzzles" in out.stderr and "1 rejected" in out.stderr
 
 
 def test_a_short_run_resumes_and_exports_with_its_training_card(tmp_path, data):
     import json
 
-    from icml25.mdm.experiments import describe_card
+    from icml25.mdm.model_io import describe_card
     from icml25.mdm.sudoku_mdm import export_checkpoint, load_model, train_sudoku
     from icml25.nn import TrainConfig
 
@@ -173,7 +173,8 @@ def test_init_starts_a_fresh_schedule_from_a_models_weights(tmp_path, tiny_model
 def test_full_reproduction_trains_every_phase_then_evaluates(tmp_path, monkeypatch):
     import dataclasses
 
-    from icml25.core import load_experiments, run_experiment, select
+    import icml25.mdm.experiments  # noqa: F401  (registers mdm-sudoku; other rooms not needed)
+    from icml25.core import run_experiment, select
     from icml25.mdm import sudoku_mdm
 
     phases, real = [], sudoku_mdm.train_sudoku
@@ -185,7 +186,6 @@ def test_full_reproduction_trains_every_phase_then_evaluates(tmp_path, monkeypat
 
     monkeypatch.setattr(sudoku_mdm, "train_sudoku", spy)
 
-    load_experiments()
     (exp,) = select(["mdm-sudoku"])
     assert len(exp.settings("full")["restarts"]) >= 1  # the shipped model's warm restarts
     tiny = {"train_steps": 2, "restarts": [(1, 3e-4, 8), (1, 4e-4, 16)], "base_puzzles": 8,
@@ -207,6 +207,6 @@ def test_an_answer_that_breaks_the_rules_is_not_printed_as_a_solution():
     from icml25.mdm.sudoku_mdm import SolveResult
 
     grid = "1" * 81
-    assert SolveResult(grid, valid=False).line() == f"invalid: {grid}"
+    assert SolveResult(grid, valid=False).line() == f"unsolved: {grid}"
     assert SolveResult(grid, valid=True).line() == grid
     assert SolveResult(None, valid=False, error="bad length").line() == "error: bad length"

@@ -42,17 +42,34 @@ def solve(
     steps: Annotated[int, typer.Option(min=1, help="Reverse (sampling) steps.")] = 50,
     model: Annotated[Path | None, typer.Option(help="Model folder (default: shipped).")] = None,
     batch_size: Annotated[int | None, typer.Option(
-        min=1, help="Puzzles per forward pass (default: 100 on a CPU, what fits on a GPU).")]
-    = None,
+        min=1, help="Puzzles per forward pass (default: 100 on a CPU, measured fastest; what "
+                    "fits on a GPU).")] = None,
     noise: Noise = 0.0,
+    remask: Annotated[str | None, typer.Option(
+        help="ReMDM remasking schedule: cap | rescale | conf, optionally name:eta "
+             "(e.g. conf:0.1); default none.")] = None,
+    threshold: Annotated[float | None, typer.Option(
+        min=0.0, max=1.0, help="Also reveal every cell predicted with at least this "
+                               "probability (Fast-dLLM parallel decoding).")] = None,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="One JSON record per input line (solution, valid, error, steps, "
+                       "seconds) instead of plain lines.")] = False,
     device: Device = "auto",
 ) -> None:
-    """Solve puzzles: one output line per input line (the solution or `error: ...`)."""
-    from icml25.mdm.planners import PLANNERS
+    """Solve puzzles: one output line per input line -- the solution, `unsolved: <81 digits>`
+    for an answer that breaks a rule or a clue, or `error: ...` for a malformed line."""
+    from icml25.mdm.planners import check_planner
+    from icml25.mdm.remask import check_remask
     from icml25.mdm.sudoku_mdm import load_model, solve_sudoku
 
-    if planner not in PLANNERS:
-        raise typer.BadParameter(f"choose one of {PLANNERS}", param_hint="--planner")
+    try:
+        check_planner(planner)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--planner") from None
+    try:
+        schedule = check_remask(remask)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--remask") from None
     if (puzzle is None) == (file is None):
         raise typer.BadParameter("give either a PUZZLE or --file", param_hint="PUZZLE")
     if file is not None:
@@ -71,14 +88,16 @@ def solve(
     _place(net, device)
     start = time.perf_counter()
     results = solve_sudoku(lines, planner=planner, steps=steps, model=net, batch_size=batch_size,
-                           noise=noise)
+                           noise=noise, remask=schedule, threshold=threshold)
     for r in results:
-        print(r.line())
+        print(json.dumps(r.record()) if json_out else r.line())
     n_err = sum(r.error is not None for r in results)
     n_ok = sum(r.valid for r in results)
+    extras = "".join(f", {name} {value}" for name, value in
+                     (("remask", remask), ("threshold", threshold)) if value is not None)
     _err(f"{len(results)} puzzles: {n_ok} solved (valid), {len(results) - n_ok - n_err} "
-         f"invalid answers, {n_err} rejected inputs; {time.perf_counter() - start:.2f} s "
-         f"({planner}, {steps} steps)")
+         f"unsolved, {n_err} rejected inputs; {time.perf_counter() - start:.2f} s "
+         f"({planner}, {steps} steps{extras})")
     if results and n_err == len(results):  # nothing could be solved at all: say so by the code
         raise typer.Exit(1)
 
@@ -154,7 +173,8 @@ def train(
     compile: Compile = False,
     grad_accum: GradAccum = 1,
     max_seconds: MaxSeconds = None,
-    weighting: Annotated[str, typer.Option(help="elbo | none")] = "elbo",
+    weighting: Annotated[str | None, typer.Option(
+        help="elbo | none (default elbo; masked diffusion tasks only)")] = None,
     min_mask_rate: Annotated[float, typer.Option(
         min=0.0, max=1.0, help="Zebra: draw masking rates from (this, 1] (1 masks every answer "
                                "cell): a curriculum stage, not the ELBO; see docs/mdm.md.")] = 0.0,
@@ -175,24 +195,18 @@ def train(
     seed: int = 0,
 ) -> None:
     """Train a Sudoku or Zebra masked diffusion model (resumable; works under torchrun)."""
-    import numpy as np
-
-    from icml25.mdm import sudoku, zebra
-    from icml25.mdm.sudoku_mdm import (
-        default_model_config,
-        load_model,
-        train_sudoku,
-        write_training_card,
-    )
-    from icml25.mdm.zebra_mdm import default_model_config as zebra_model_config
-    from icml25.mdm.zebra_mdm import train_zebra
+    from icml25.mdm.model_io import load_model, write_training_card
+    from icml25.mdm.tasks import check_options, get_task, train_task
     from icml25.nn import TrainConfig, is_main_process
     from icml25.nn.presets import get_preset, with_overrides
 
     if task not in ("sudoku", "zebra"):
         raise typer.BadParameter("sudoku or zebra", param_hint="--task")
+    if autoregressive and task != "sudoku":
+        raise typer.BadParameter("Sudoku only", param_hint="--autoregressive")
+    spec = get_task("sudoku-ar" if autoregressive else task)
     try:
-        recipe = with_overrides(get_preset(f"mdm-{task}", preset), steps=steps,
+        recipe = with_overrides(get_preset(spec.preset, preset), steps=steps,
                                 batch_size=batch_size, lr=lr, warmup_steps=warmup,
                                 d_model=d_model, n_layers=n_layers, n_heads=n_heads,
                                 dropout=dropout)
@@ -210,6 +224,8 @@ def train(
         if positions not in ("learned", "rotary"):
             raise typer.BadParameter("learned or rotary", param_hint="--positions")
         sizes["positions"] = positions
+    if weighting is not None and weighting not in ("elbo", "none"):
+        raise typer.BadParameter("elbo or none", param_hint="--weighting")
 
     def show(row: dict) -> None:
         _err(json.dumps({k: round(v, 4) for k, v in row.items()}))
@@ -220,54 +236,24 @@ def train(
             start = load_model(init).train()
         except (FileNotFoundError, OSError, ValueError) as exc:
             raise typer.BadParameter(str(exc), param_hint="--init") from None
-        if start.cfg.causal != autoregressive:
-            raise typer.BadParameter("the model's kind (causal or not) differs from this run's",
-                                     param_hint="--init")
-
-    def check_init(expected) -> None:
-        # a model of another task has another vocabulary or length: say so, not IndexError later
-        got = (start.cfg.vocab_size, start.cfg.seq_len) if start is not None else None
-        if got not in (None, (expected.vocab_size, expected.seq_len)):
-            raise typer.BadParameter(
-                f"the model has vocabulary {got[0]} and length {got[1]}; --task {task} needs "
-                f"{expected.vocab_size} and {expected.seq_len}", param_hint="--init")
-
-    if task == "zebra":
-        if autoregressive:
-            raise typer.BadParameter("Sudoku only", param_hint="--autoregressive")
-        model_cfg = zebra_model_config(**sizes, cell_embeddings=cell_embeddings)
-        check_init(model_cfg)
-        puzzles = ([p for f in data for p in zebra.load_puzzles(f)] if data
-                   else zebra.generate_dataset(n_puzzles, seed=1000 + seed))
-        model, log = train_zebra(puzzles, cfg, model_cfg, weighting=weighting,
-                                 min_mask_rate=min_mask_rate, on_log=show, init=start)
-    else:
-        if min_mask_rate:
-            raise typer.BadParameter("Zebra only", param_hint="--min-mask-rate")
-        if data:
-            parts = [sudoku.load_dataset(p) for p in data]
-            puzzles = np.concatenate([p for p, _ in parts])
-            solutions = np.concatenate([s for _, s in parts])
-        else:
-            puzzles, solutions = sudoku.generate_dataset(n_puzzles, seed=1000 + seed)
-        if autoregressive:
-            from icml25.mdm.sudoku_ar import default_ar_config, train_sudoku_ar
-
-            ar_cfg = default_ar_config(**sizes)
-            check_init(ar_cfg)
-            model, log = train_sudoku_ar(puzzles, solutions, cfg, ar_cfg, on_log=show, init=start)
-        else:
-            model_cfg = default_model_config(**sizes, cell_embeddings=cell_embeddings)
-            check_init(model_cfg)
-            model, log = train_sudoku(puzzles, solutions, cfg, model_cfg, weighting=weighting,
-                                      on_log=show, init=start)
+    options = dict(weighting=weighting, min_mask_rate=min_mask_rate,
+                   cell_embeddings=cell_embeddings)
+    try:
+        check_options(spec, **options)  # before any data is made
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    data_set = spec.load(data, n_puzzles, seed)
+    try:
+        model, log = train_task(spec, data_set, cfg, sizes, on_log=show, init=start, **options)
+    except ValueError as exc:  # an --init model of another kind or size, unusable data
+        raise typer.BadParameter(str(exc)) from None
     if not is_main_process():
         return  # every rank trained; rank 0 alone writes
     final = out / "model"
-    model.save(final, extra={"task": task, "weighting": weighting, "min_mask_rate": min_mask_rate,
-                             "autoregressive": autoregressive})
+    model.save(final, extra={"task": task, "weighting": weighting or "elbo",
+                             "min_mask_rate": min_mask_rate, "autoregressive": autoregressive})
     write_training_card(final, "icml25 mdm train " + " ".join(sys.argv[3:]), log,
-                        {"base_puzzles": len(puzzles), "params": model.num_params(),
+                        {"base_puzzles": spec.size(data_set), "params": model.num_params(),
                          "preset": preset, "device": device, "precision": precision,
                          "grad_accum_steps": grad_accum, "compile": compile,
                          "stopped_early": bool(log) and log[-1]["step"] < cfg.steps})
@@ -284,7 +270,7 @@ def export(
         help="training.json of the model a warm restart (train --init) began with.")] = None,
 ) -> None:
     """Export a run's latest checkpoint as a model folder with its training card."""
-    from icml25.mdm.sudoku_mdm import export_checkpoint
+    from icml25.mdm.model_io import export_checkpoint
 
     before = None
     if started_from is not None:
@@ -321,30 +307,25 @@ def evaluate(
                     "fits on a GPU).")] = None,
 ) -> None:
     """Fully-solved rate per planner on held-out puzzles (JSON)."""
-    from icml25.mdm import sudoku, zebra
-    from icml25.mdm.sudoku_mdm import evaluate as run_eval
-    from icml25.mdm.sudoku_mdm import load_model
-    from icml25.mdm.zebra_mdm import evaluate_zebra
+    from icml25.mdm.model_io import load_model
+    from icml25.mdm.planners import check_planner
+    from icml25.mdm.tasks import get_task
 
     if task not in ("sudoku", "zebra"):
         raise typer.BadParameter("sudoku or zebra", param_hint="--task")
+    names = planners.split(",")
+    try:
+        for name in names:
+            check_planner(name)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--planners") from None
     try:
         net = load_model(model, task)
     except FileNotFoundError as exc:
         _err(f"error: {exc}")
         raise typer.Exit(2) from None
     _place(net, device)
-    names = planners.split(",")
-    if task == "zebra":
-        puzzles = (zebra.load_puzzles(data) if data is not None
-                   else zebra.generate_dataset(n, seed=seed))
-        report = evaluate_zebra(net, puzzles, names, steps=steps, noise=noise,
-                                batch_size=batch_size)
-    else:
-        if data is not None:
-            grids, solutions = sudoku.load_dataset(data)
-        else:
-            grids, solutions = sudoku.generate_dataset(n, seed=seed, difficulty=difficulty)
-        report = run_eval(net, grids, solutions, names, steps=steps or 50, noise=noise,
-                          batch_size=batch_size)
+    spec = get_task(task)
+    held_out = spec.held_out(data, n, seed, difficulty)
+    report = spec.evaluate(net, held_out, names, steps=steps, noise=noise, batch_size=batch_size)
     print(json.dumps(report, indent=2))

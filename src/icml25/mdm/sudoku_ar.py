@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from icml25.mdm.sudoku_mdm import sudoku_batch
+from icml25.mdm.sudoku_data import sudoku_batch
 from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
 from icml25.nn.device import device_of
 

@@ -10,20 +10,24 @@ train (see ``docs/mdm.md`` for the scale and the gap to the paper).
 from __future__ import annotations
 
 import dataclasses
-import json
+import time
 from collections.abc import Iterable, Sequence
-from importlib import resources
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from icml25.core.stats import clopper_pearson
 from icml25.mdm import sudoku
+from icml25.mdm.model_io import export_checkpoint, load_model, write_training_card
 from icml25.mdm.objective import masked_diffusion_loss
 from icml25.mdm.sampler import sample
+from icml25.mdm.sudoku_data import sudoku_batch
 from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
 from icml25.nn.device import inference_batch_size, place
+
+__all__ = ["MASK", "SOLVE_BATCH", "SolveResult", "default_model_config", "evaluate",
+           "export_checkpoint", "load_model", "solve_grids", "solve_sudoku", "solved_report",
+           "sudoku_batch", "sudoku_loss", "train_sudoku", "write_training_card"]
 
 MASK = 0
 # Puzzles per forward pass when solving on the CPU: 100 was 1.36x faster than 500 on 2 cores
@@ -50,17 +54,6 @@ def default_model_config(*, cell_embeddings: bool = False, **overrides) -> Trans
                 causal=False, positions="learned",
                 position_groups=cell_groups() if cell_embeddings else None)
     return TransformerConfig(**(base | overrides))
-
-
-def sudoku_batch(puzzles: np.ndarray, solutions: np.ndarray, batch_size: int,
-                 generator: torch.Generator, augment: bool = True):
-    """A training batch ``(tokens, maskable)``: random base puzzles under random symmetries."""
-    idx = torch.randint(0, len(puzzles), (batch_size,), generator=generator).numpy()
-    p, s = puzzles[idx], solutions[idx]
-    if augment:
-        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=generator)))
-        p, s = sudoku.augment(p, s, rng)
-    return torch.from_numpy(s.astype(np.int64)), torch.from_numpy(p == 0)
 
 
 def sudoku_loss(model, batch, generator: torch.Generator | None = None, weighting="elbo"):
@@ -95,86 +88,100 @@ def train_sudoku(
     return model, state.log
 
 
-def load_model(path: str | Path | None = None, task: str = "sudoku") -> Transformer:
-    """The shipped checkpoint of ``task`` (default) or a model folder saved by ``icml25 mdm
-    train`` / ``Transformer.save`` (a run folder's ``model/`` or ``checkpoint/`` is found)."""
-    if path is None:
-        path = resources.files("icml25.mdm") / f"checkpoints/{task}"
-        if not (Path(str(path)) / "model.safetensors").exists():
-            raise FileNotFoundError(
-                f"the shipped {task} checkpoint is missing from this installation; train one with "
-                f"`icml25 mdm train --task {task}` and pass its folder")
-    path = Path(str(path))
-    for sub in ("model", "checkpoint"):
-        if not (path / "config.json").exists() and (path / sub / "model.safetensors").exists():
-            path = path / sub
-    return Transformer.load(path).eval()
-
-
 @dataclasses.dataclass
 class SolveResult:
     solution: str | None  # 81 digits, or None when the input line was rejected
     valid: bool  # a complete grid consistent with every clue and the Sudoku rules
     error: str | None = None
+    steps: int | None = None  # forward passes spent on this puzzle
+    seconds: float | None = None  # its share of its batch's wall time
 
     def line(self) -> str:
-        """One output line: the solution, ``invalid: <grid>`` for an answer that breaks the
+        """One output line: the solution, ``unsolved: <grid>`` for an answer that breaks the
         rules or a clue (so a script cannot take it for a solution), or ``error: <reason>``."""
         if self.error is not None:
             return f"error: {self.error}"
-        return self.solution if self.valid else f"invalid: {self.solution}"
+        return self.solution if self.valid else f"unsolved: {self.solution}"
+
+    def record(self) -> dict:
+        """The ``--json`` record of this puzzle."""
+        return {"solution": self.solution, "valid": self.valid, "error": self.error,
+                "steps": self.steps, "seconds": self.seconds}
 
 
 def solve_grids(model: Transformer, puzzles: np.ndarray, *, planner: str = "top_margin",
                 steps: int = 50, batch_size: int | None = None, seed: int = 0,
-                noise: float = 0.0, remask: bool = False,
-                device: str | None = None) -> np.ndarray:
-    """Fill the blanks of ``puzzles`` (n, 81) int; returns (n, 81) int8 grids.
+                noise: float = 0.0, remask=None, threshold: float | None = None,
+                k_schedule: str = "linear", device: str | None = None,
+                return_info: bool = False):
+    """Fill the blanks of ``puzzles`` (n, 81) int; returns (n, 81) int8 grids, a thin caller
+    of :func:`icml25.mdm.generate` (the blanks are infilled, the clues kept).
 
+    ``remask`` (a ReMDM schedule), ``threshold`` and ``k_schedule`` are the decoder's.
     ``device`` moves the model there first (default: where it is); ``batch_size`` defaults to
     what suits that device (:data:`SOLVE_BATCH` on the CPU). Random draws are made on the
-    device, so a GPU's results differ from the CPU's within sampling error.
+    device, so a GPU's results differ from the CPU's within sampling error. With
+    ``return_info``: ``(grids, steps, seconds)``, the forward passes each puzzle used and its
+    share of its batch's wall time.
 
     A causal model is the autoregressive baseline: it fills cells in row-major order and
-    ignores ``planner``, ``steps``, ``noise`` and ``remask``."""
+    ignores ``planner``, ``steps``, ``noise``, ``remask`` and ``threshold``."""
     where = place(model, device)
     batch_size = batch_size or inference_batch_size(model, where, SOLVE_BATCH)
     if model.cfg.causal:
         from icml25.mdm.sudoku_ar import solve_grids_ar
 
-        return solve_grids_ar(model, puzzles, batch_size=batch_size, seed=seed)
+        t0 = time.perf_counter()
+        grids = solve_grids_ar(model, puzzles, batch_size=batch_size, seed=seed)
+        if not return_info:
+            return grids
+        blanks = (np.asarray(puzzles) == 0).sum(1)  # one decision per blank, left to right
+        return grids, blanks, np.full(len(grids), (time.perf_counter() - t0) / max(len(grids), 1))
     gen = torch.Generator(device=where).manual_seed(seed)
-    out = []
+    out, used, secs = [], [], []
     for start in range(0, len(puzzles), batch_size):
         p = torch.from_numpy(np.asarray(puzzles[start:start + batch_size], dtype=np.int64))
         p = p.to(where)
-        filled = sample(model, p, p == 0, steps=steps, planner=planner, noise=noise,
-                        remask=remask, mask_id=MASK, generator=gen)
-        out.append(filled.cpu().numpy().astype(np.int8))
-    return np.concatenate(out) if out else np.zeros((0, 81), np.int8)
+        t0 = time.perf_counter()
+        info = sample(model, p, p == 0, steps=steps, planner=planner, noise=noise,
+                      remask=remask, threshold=threshold, k_schedule=k_schedule,
+                      mask_id=MASK, generator=gen, return_info=True)
+        out.append(info.ids.cpu().numpy().astype(np.int8))
+        used.append(info.steps_used.cpu().numpy())
+        secs.append(np.full(len(p), (time.perf_counter() - t0) / len(p)))
+    grids = np.concatenate(out) if out else np.zeros((0, 81), np.int8)
+    if not return_info:
+        return grids
+    return (grids, np.concatenate(used) if used else np.zeros(0, np.int64),
+            np.concatenate(secs) if secs else np.zeros(0))
 
 
 def solve_sudoku(puzzles: Iterable[str] | str, planner: str = "top_margin", steps: int = 50,
                  model: Transformer | None = None, *, batch_size: int | None = None,
-                 seed: int = 0, noise: float = 0.0,
+                 seed: int = 0, noise: float = 0.0, remask=None,
+                 threshold: float | None = None,
                  device: str | None = None) -> list[SolveResult]:
     """Solve puzzle strings (81 chars, ``0`` or ``.`` for blanks): one result per input.
 
     Malformed puzzles get a result with ``error`` set; the others are still solved. ``device``
-    (``cpu``, ``cuda``, ``auto``, ...) is where the model runs (default: where it is).
+    (``cpu``, ``cuda``, ``auto``, ...) is where the model runs (default: where it is);
+    ``remask`` and ``threshold`` as in :func:`icml25.mdm.generate`.
     """
     lines = [puzzles] if isinstance(puzzles, str) else list(puzzles)
     grids, errors = sudoku.parse_puzzles(lines)
     model = model or load_model()
-    solved = solve_grids(model, grids, planner=planner, steps=steps, batch_size=batch_size,
-                         seed=seed, noise=noise, device=device)
+    solved, used, secs = solve_grids(model, grids, planner=planner, steps=steps,
+                                     batch_size=batch_size, seed=seed, noise=noise,
+                                     remask=remask, threshold=threshold, device=device,
+                                     return_info=True)
     valid = sudoku.is_solution_of(grids, solved) if len(grids) else np.zeros(0, bool)
     results, k = [], 0
     for err in errors:
         if err is not None:
             results.append(SolveResult(None, False, err))
             continue
-        results.append(SolveResult(sudoku.format_grid(solved[k]), bool(valid[k])))
+        results.append(SolveResult(sudoku.format_grid(solved[k]), bool(valid[k]),
+                                   steps=int(used[k]), seconds=round(float(secs[k]), 6)))
         k += 1
     return results
 
@@ -204,41 +211,3 @@ def solved_report(puzzles: np.ndarray, solutions: np.ndarray,
     lo, hi = clopper_pearson(k, n)
     cell = float(((grids == solutions) & blanks).sum() / max(blanks.sum(), 1))
     return {"solved": k / max(n, 1), "ci_low": lo, "ci_high": hi, "n": n, "cell_acc": cell}
-
-
-def write_training_card(directory: Path, command: str, log: list[dict], extra: dict) -> None:
-    """The provenance that ships beside a checkpoint: command, scale and a log summary."""
-    last = log[-1] if log else {}
-    summary = {"command": command, "final": last, **extra}
-    if log:
-        summary["examples_per_s_median"] = float(np.median([r["examples_per_s"] for r in log]))
-        summary["loss_first_last"] = [log[0]["loss"], last["loss"]]
-    (directory / "training.json").write_text(json.dumps(summary, indent=2))
-
-
-def export_checkpoint(run_dir: str | Path, dest: str | Path, command: str,
-                      task: str = "sudoku", started_from: dict | None = None) -> Path:
-    """Copy a (possibly unfinished) run's latest weights to ``dest`` with its training card.
-
-    ``started_from`` is the card of the model a warm restart (``train --init``) began with; it
-    is kept in the new card, and ``examples_seen_total`` counts both runs.
-    """
-    run_dir = Path(run_dir)
-    ckpt = run_dir / "checkpoint"
-    if not (ckpt / "trainer_state.pt").exists():
-        raise FileNotFoundError(f"no checkpoint in {run_dir}")
-    meta = json.loads((ckpt / "config.json").read_text())
-    log = torch.load(ckpt / "trainer_state.pt", weights_only=False)["log"]
-    model = Transformer.load(ckpt)
-    dest = Path(dest)
-    model.save(dest, extra={"task": task, "step": meta["step"], "train": meta["train"]})
-    total = meta["train"]["steps"]
-    # examples per process (batch x micro-batches); a torchrun run saw world-size times more
-    seen = meta["step"] * meta["train"]["batch_size"] * meta["train"].get("grad_accum_steps", 1)
-    extra = {"step": meta["step"], "planned_steps": total, "examples_seen": seen,
-             "finished": meta["step"] >= total, "params": model.num_params()}
-    if started_from is not None:
-        before = started_from.get("examples_seen_total", started_from["examples_seen"])
-        extra |= {"examples_seen_total": before + seen, "started_from": started_from}
-    write_training_card(dest, command, log, extra)
-    return dest
