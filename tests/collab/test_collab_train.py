@@ -92,3 +92,29 @@ def test_hf_backend_on_a_saved_tiny_model(exported, tmp_path):
     assert isinstance(res.text, str) and 1 <= res.completion_tokens <= 5
     assert res.prompt_tokens == len(tok.apply_chat_template(PROMPT, add_generation_prompt=True,
                                                             tokenize=True)["input_ids"])
+
+
+def test_lora_dpo_trains_only_the_adapters(exported, tmp_path):
+    pytest.importorskip("peft")
+    import torch
+
+    from icml25.collab import read_jsonl
+    from icml25.collab.train import lora_config
+
+    rows = read_jsonl(exported / "dpo.jsonl")
+    model, tok = tiny_causal_lm(_texts(rows) + _texts(read_jsonl(exported / "sft.jsonl")))
+    base = {k: v.detach().clone() for k, v in model.named_parameters()}
+    out = train_dpo(model, tok, exported / "dpo.jsonl", tmp_path / "lora", max_steps=2,
+                    learning_rate=1e-2, lora_r=4, lora_alpha=8)
+    assert out["global_step"] == 2
+    trained = dict(out["model"].named_parameters())
+    adapters = {n: p for n, p in trained.items() if p.requires_grad}
+    assert adapters and all("lora_" in n for n in adapters)
+    assert any(p.abs().sum() > 0 for n, p in adapters.items() if "lora_B" in n)  # B starts at 0
+    frozen = {n.removeprefix("base_model.model.").replace(".base_layer", ""): p
+              for n, p in trained.items() if not p.requires_grad}
+    assert set(frozen) == set(base)
+    for k, v in base.items():
+        assert torch.equal(v, frozen[k].detach()), k
+    with pytest.raises(ValueError, match="LoRA needs"):
+        lora_config(0)

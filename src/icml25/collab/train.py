@@ -74,23 +74,40 @@ def _dataset(rows: Sequence[Mapping[str, Any]] | str | Path) -> Any:
     return Dataset.from_list(rows)
 
 
+def lora_config(r: int, alpha: int = 16, dropout: float = 0.05) -> Any:
+    """A ``peft`` LoRA configuration on every linear layer (the paper: r 32, alpha 16)."""
+    from icml25.core import require_extra
+
+    require_extra("peft", "llm")
+    from peft import LoraConfig
+
+    if r < 1 or alpha < 1:
+        raise ValueError(f"LoRA needs r >= 1 and alpha >= 1, got r={r}, alpha={alpha}")
+    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules="all-linear",
+                      task_type="CAUSAL_LM")
+
+
 def train_dpo(model: Any, tokenizer: Any, rows: Sequence[Mapping[str, Any]] | str | Path,
               output_dir: str | Path, *, max_steps: int = 2, beta: float = 0.1,
               learning_rate: float = 5e-6, batch_size: int = 2, max_length: int = 512,
               use_cpu: bool = True, seed: int = 0, ref_model: Any = None,
+              lora_r: int | None = None, lora_alpha: int = 16,
               **config: Any) -> dict[str, Any]:
     """Offline DPO with TRL on TRL-format preference rows (list or JSONL path).
 
     The reference model defaults to a frozen copy of ``model`` as passed in (TRL would otherwise
-    try to reload an in-memory model from the hub by name). Returns ``{"log_history": [...],
-    "global_step": int}``. Extra keyword arguments go to ``trl.DPOConfig``.
+    try to reload an in-memory model from the hub by name); with ``lora_r`` only LoRA adapters
+    train and the reference is the base model with adapters off. Returns ``{"log_history":
+    [...], "global_step": int, "model": the trained (with LoRA: adapter-wrapped) model}``.
+    Extra keyword arguments go to ``trl.DPOConfig``.
     """
     _require_training()
     import copy
 
     from trl import DPOConfig, DPOTrainer
 
-    if ref_model is None and not isinstance(model, (str, Path)):
+    peft_config = lora_config(lora_r, lora_alpha) if lora_r else None
+    if ref_model is None and peft_config is None and not isinstance(model, (str, Path)):
         ref_model = copy.deepcopy(model).eval()
 
     args = DPOConfig(output_dir=str(output_dir), max_steps=max_steps, beta=beta,
@@ -100,16 +117,18 @@ def train_dpo(model: Any, tokenizer: Any, rows: Sequence[Mapping[str, Any]] | st
                      **{"bf16": False, **config})
     trainer = DPOTrainer(model=model, ref_model=ref_model, args=args,
                          train_dataset=_dataset(rows),
-                         processing_class=tokenizer)
+                         processing_class=tokenizer, peft_config=peft_config)
     trainer.train()
-    return {"log_history": trainer.state.log_history, "global_step": trainer.state.global_step}
+    return {"log_history": trainer.state.log_history, "global_step": trainer.state.global_step,
+            "model": trainer.model}
 
 
 def train_sft(model: Any, tokenizer: Any, rows: Sequence[Mapping[str, Any]] | str | Path,
               output_dir: str | Path, *, max_steps: int = 2, learning_rate: float = 1e-5,
               batch_size: int = 2, max_length: int = 512, use_cpu: bool = True, seed: int = 0,
+              lora_r: int | None = None, lora_alpha: int = 16,
               **config: Any) -> dict[str, Any]:
-    """SFT with TRL on ``{"messages": [...]}`` rows (list or JSONL path)."""
+    """SFT with TRL on ``{"messages": [...]}`` rows (list or JSONL path); ``lora_r``: LoRA."""
     _require_training()
     from trl import SFTConfig, SFTTrainer
 
@@ -119,6 +138,8 @@ def train_sft(model: Any, tokenizer: Any, rows: Sequence[Mapping[str, Any]] | st
                      logging_steps=1, save_strategy="no", seed=seed,
                      **{"bf16": False, **config})
     trainer = SFTTrainer(model=model, args=args, train_dataset=_dataset(rows),
-                         processing_class=tokenizer)
+                         processing_class=tokenizer,
+                         peft_config=lora_config(lora_r, lora_alpha) if lora_r else None)
     trainer.train()
-    return {"log_history": trainer.state.log_history, "global_step": trainer.state.global_step}
+    return {"log_history": trainer.state.log_history, "global_step": trainer.state.global_step,
+            "model": trainer.model}
