@@ -222,6 +222,21 @@ def _nan_to_none(x):
     return None if x != x else x
 
 
+def _check_step_and_warn(y, yhat, d_r2: float, warn: bool) -> list[str]:
+    """Raise if the residuals cannot give an R^2 gain of ``d_r2``; return (and, with ``warn``,
+    warn with) the reasons the PAR is meaningless."""
+    sst = np.sum((y - y.mean()) ** 2)
+    sse = np.sum((y - yhat) ** 2)
+    if d_r2 * sst > sse * (1.0 + 1e-9):
+        raise ValueError(f"cannot raise R^2 by {d_r2:g}: the residuals allow at most "
+                         f"{sse / sst:.6g}")
+    problems = predictor_problems(y, yhat)
+    if warn:
+        for p in problems:
+            warnings.warn(p, MeaninglessPARWarning, stacklevel=3)
+    return problems
+
+
 def _bootstrap(y, yhat, n_boot, seed, chunk_elements, quantities):
     """(point, draws): ``quantities(Y, P)`` (a dict of arrays over a (b, n) stack) on the data
     and on ``n_boot`` seeded resamples of people, vectorised in chunks of about
@@ -273,15 +288,7 @@ def bootstrap_evaluation(y, yhat, alpha, beta, d_alpha: float = 0.1, d_r2: float
         raise ValueError(f"n_boot must be at least 10, got {n_boot!r}")
     n_boot = int(n_boot)
     n = y.size
-    sst = np.sum((y - y.mean()) ** 2)
-    sse = np.sum((y - yhat) ** 2)
-    if d_r2 * sst > sse * (1.0 + 1e-9):
-        raise ValueError(f"cannot raise R^2 by {d_r2:g}: the residuals allow at most "
-                         f"{sse / sst:.6g}")
-    problems = predictor_problems(y, yhat)
-    if warn:
-        for p in problems:
-            warnings.warn(p, MeaninglessPARWarning, stacklevel=2)
+    problems = _check_step_and_warn(y, yhat, d_r2, warn)
     point, draws = _bootstrap(y, yhat, n_boot, seed, chunk_elements,
                               lambda Y, P: _quantities(Y, P, alphas, beta, d_alpha, d_r2,
                                                        targets))
@@ -396,15 +403,7 @@ def smoothed_par(y, yhat, beta, d_alpha: float = 0.1, d_r2: float = 0.1, *, alph
     alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
     if np.any(alphas < 0) or np.any(alphas > top + 1e-12) or not np.all(np.isfinite(alphas)):
         raise ValueError(f"alphas must lie in [0, 1 - d_alpha] = [0, {top:g}]")
-    sst = np.sum((y - y.mean()) ** 2)
-    sse = np.sum((y - yhat) ** 2)
-    if d_r2 * sst > sse * (1.0 + 1e-9):
-        raise ValueError(f"cannot raise R^2 by {d_r2:g}: the residuals allow at most "
-                         f"{sse / sst:.6g}")
-    problems = predictor_problems(y, yhat)
-    if warn:
-        for p in problems:
-            warnings.warn(p, MeaninglessPARWarning, stacklevel=2)
+    problems = _check_step_and_warn(y, yhat, d_r2, warn)
     grid = np.linspace(0.0, top, int(grid_points))
     W = np.exp(-0.5 * ((alphas[:, None] - grid[None, :]) / bandwidth) ** 2)
     W /= W.sum(axis=1, keepdims=True)
