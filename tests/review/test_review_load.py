@@ -33,7 +33,7 @@ def _other_value(name: str, field, tmp_path: Path) -> tuple[str, object]:
     if field.annotation in (Path, "Path"):
         return str(tmp_path / name), tmp_path / name
     if isinstance(default, bool):
-        return "1", not default
+        return ("0" if default else "1"), not default
     if isinstance(default, int):
         return str(default + 3), default + 3
     if isinstance(default, float):

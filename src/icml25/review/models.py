@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -111,6 +112,8 @@ class Submission(Base):
     pdf_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     pdf_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # bumped with every change to the submission or its rows (icml25/review/cache.py)
+    version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     authors: Mapped[list[SubmissionAuthor]] = relationship(
         order_by="SubmissionAuthor.position", cascade="all, delete-orphan")
 
@@ -360,3 +363,13 @@ class PaperCitation(Base):
         ForeignKey("submissions.id", ondelete="CASCADE"), unique=True)
     count: Mapped[int] = mapped_column(Integer)
     imported_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+# ---------------------------------------------------------------- revision 0004: view cache
+class ViewEpoch(Base):
+    """One row: a value that changes with every change to accounts, memberships, venues,
+    authors and assignments (icml25/review/cache.py; no row: nothing is cached)."""
+
+    __tablename__ = "view_epoch"
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    value: Mapped[int] = mapped_column(BigInteger)

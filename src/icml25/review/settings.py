@@ -87,6 +87,10 @@ class Settings(BaseSettings):
     # ---- password hashing: tests lower it, production keeps the argon2-cffi defaults
     argon2_time_cost: int = Field(3, ge=1, description="argon2id iterations")
     argon2_memory_kib: int = Field(65536, ge=8, description="argon2id memory (KiB)")
+    # ---- view cache (per worker process; see icml25/review/cache.py)
+    view_cache: bool = Field(True, description="keep loaded submissions and per-account facts "
+                             "between requests, checked against versions the database bumps "
+                             "with every write (never stale)")
     # ---- background work
     tick_seconds: float = Field(60.0, ge=0, description="how often the server advances venues "
                                 "whose phase deadline passed (0: never)")

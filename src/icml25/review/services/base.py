@@ -12,6 +12,7 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ from icml25.review.authority import (
     authorize,
     sees_every_submission,
 )
+from icml25.review.cache import EPOCH, ViewCache, cache_for, clean, epoch
 from icml25.review.db import Settings
 from icml25.review.errors import NotFound, ServiceError
 from icml25.review.security import make_hasher
@@ -98,6 +100,29 @@ class Context:
         self.authored: dict[int, set[int]] = {}  # venue id -> submissions the actor authors
 
     @cached_property
+    def cache(self) -> ViewCache | None:
+        """This worker's view cache for the database (None: turned off in the settings)."""
+        return cache_for(self.db) if self.settings.view_cache else None
+
+    @cached_property
+    def epoch(self) -> int | None:
+        """The database's epoch when this context first asked (None: cache nothing); facts
+        read after it are at least as new. Forgotten at every commit."""
+        return epoch(self.db) if self.cache is not None else None
+
+    def cached_fact(self, key: tuple, compute):  # noqa: ANN001, ANN201
+        """A fact about accounts (roles, authorships, assignments) from the cache, or
+        ``compute()`` filed under the epoch read before it."""
+        e = self.epoch
+        if e is None or not clean(self.db):
+            return compute()
+        value = self.cache.fact(e, key)
+        if value is None:
+            value = compute()
+            self.cache.put_fact(e, key, value)
+        return value
+
+    @cached_property
     def hasher(self):  # noqa: ANN201
         return make_hasher(self.settings.argon2_time_cost, self.settings.argon2_memory_kib)
 
@@ -107,12 +132,16 @@ class Context:
         user = self.actor
         if user is None:
             return Principal()
-        roles: dict[int, set[Role]] = defaultdict(set)
-        for venue_id, role in self.db.execute(select(m.Membership.venue_id, m.Membership.role)
-                                              .where(m.Membership.user_id == user.id)):
-            roles[venue_id].add(Role(role))
+
+        def load() -> dict[int, frozenset[Role]]:
+            roles: dict[int, set[Role]] = defaultdict(set)
+            for venue_id, role in self.db.execute(_ROLES, {"uid": user.id}):
+                roles[venue_id].add(Role(role))
+            return {v: frozenset(r) for v, r in roles.items()}
+
+        # the account's own facts (admin, verified) come from the row loaded this request
         return Principal(user.id, is_admin=bool(user.is_admin), verified=is_verified(user),
-                         roles={v: frozenset(r) for v, r in roles.items()})
+                         roles=dict(self.cached_fact(("roles", user.id), load)))
 
     def account_facts(self, phase: Phase = Phase.SUBMISSION) -> Facts:
         """Facts about the actor alone (no venue): logged in, verified, site admin."""
@@ -123,6 +152,7 @@ class Context:
     def forget_roles(self) -> None:
         """Drop the cached principal (and authorships) after a membership or author change."""
         self.__dict__.pop("principal", None)
+        self.__dict__.pop("epoch", None)
         self.authored.clear()
 
 
@@ -164,10 +194,13 @@ class Service(UsesContext):
         authorize(Action.USE_ACCOUNT, self.ctx.account_facts())
         return self.actor  # type: ignore[return-value]
 
-    def _audit(self, venue_id: int | None, action: str, target: str = "", **detail: object) -> None:
+    def _audit(self, venue_id: int | None, action: str, target: str = "", *,
+               of_submission: int | None = None, **detail: object) -> None:
         kind, _, ident = target.partition(":")
-        sub_id = None
-        if kind == "submission":
+        sub_id = of_submission
+        if sub_id is not None:
+            pass
+        elif kind == "submission":
             sub_id = int(ident)
         elif kind == "review":
             review = self.db.get(m.Review, int(ident))
@@ -184,6 +217,7 @@ class Service(UsesContext):
 
     def _commit(self) -> None:
         self.ctx.authored.clear()  # a write may change who authors what
+        self.ctx.__dict__.pop("epoch", None)  # and facts read before it are older
         try:
             self.db.commit()
         except IntegrityError as exc:
@@ -242,23 +276,116 @@ class Service(UsesContext):
         if venue.id in memo:
             return memo[venue.id]
         uid = self.actor.id
-        submitted = select(m.Submission.id).where(m.Submission.venue_id == venue.id,
-                                                  m.Submission.submitter_id == uid)
-        coauthored = select(m.SubmissionAuthor.submission_id).join(
-            m.Submission, m.Submission.id == m.SubmissionAuthor.submission_id).where(
-            m.Submission.venue_id == venue.id, m.SubmissionAuthor.user_id == uid)
-        memo[venue.id] = set(self.db.scalars(submitted.union(coauthored)))
+        memo[venue.id] = set(self.ctx.cached_fact(("authored", uid, venue.id), lambda: frozenset(
+            self.db.scalars(_AUTHORED, {"uid": uid, "vid": venue.id}))))
         return memo[venue.id]
 
     def visible_candidates(self, venue: m.Venue) -> list[Bundle]:
         """Bundles of the submissions the actor might see: every one when the authority says
         so, else only those they author or are assigned to (the rest is never loaded)."""
         if sees_every_submission(self.viewer(venue), Phase(venue.phase)):
-            return self.bundles(venue)
+            return self.read_bundles(venue)
         if self.actor is None:
             return []
-        assigned = select(m.Assignment.submission_id).where(m.Assignment.user_id == self.actor.id)
-        return self.bundles(venue, self.authored_ids(venue) | set(self.db.scalars(assigned)))
+        uid = self.actor.id
+        assigned = self.ctx.cached_fact(("assigned", uid), lambda: frozenset(
+            self.db.scalars(_ASSIGNED, {"uid": uid})))
+        return self.read_bundles(venue, self.authored_ids(venue) | assigned)
+
+    # ------------------------------------------------------------------ loading, read only
+    def read_bundle(self, sub_id: int) -> Bundle:
+        """:meth:`bundle` for pages that only read: from the view cache when it is current.
+        Never change the rows of a bundle from here (they are shared between requests)."""
+        cache = self.ctx.cache
+        if cache is None or not clean(self.db):
+            return self.bundle(sub_id)
+        found = self.db.connection().execute(_VERSION_OF, {"sid": int(sub_id)}).first()
+        if found is None:
+            raise NotFound("no such submission")
+        return self._cached_bundle(int(sub_id), *found)
+
+    def read_review_bundle(self, review_id: int) -> tuple[m.Review, Bundle]:
+        """:meth:`_review_bundle` for reading and for checks before a write: the review and
+        its bundle from the view cache when current (read only: load what you change)."""
+        if self.ctx.cache is None or not clean(self.db):
+            return self._review_bundle(review_id)
+        found = self.db.connection().execute(_VERSION_OF_REVIEW, {"rid": int(review_id)}).first()
+        if found is None:
+            raise NotFound("no such review")
+        b = self._cached_bundle(*found)
+        r = next((r for r in b.reviews if r.id == int(review_id)), None)
+        if r is None:  # deleted since
+            raise NotFound("no such review")
+        return r, b
+
+    def _cached_bundle(self, sub_id: int, venue_id: int, version: int,
+                       e: int | None) -> Bundle:
+        cache = self.ctx.cache
+        if e is None:
+            venue = self.db.get(m.Venue, venue_id)
+        else:
+            self.ctx.__dict__.setdefault("epoch", e)  # read now: a valid label for facts
+            venue = cache.fact(e, ("venue", venue_id))
+            if venue is None:
+                venue = self._side_venue(venue_id)
+                cache.put_fact(e, ("venue", venue_id), venue)
+        hit = cache.bundle(e, sub_id, version) if e is not None else None
+        if hit is not None:
+            return replace(hit, venue=venue)
+        b = self._side_load(venue, [sub_id])[0]
+        if e is not None:
+            cache.put_bundle(e, sub_id, version, b)
+        return b
+
+    def read_bundles(self, venue: m.Venue, ids: Iterable[int] | None = None) -> list[Bundle]:
+        """:meth:`bundles` for pages that only read: from the view cache where current."""
+        cache = self.ctx.cache
+        if cache is None or not clean(self.db):
+            return self.bundles(venue, ids)
+        if ids is None:
+            rows = self.db.connection().execute(_VERSIONS_IN_VENUE, {"vid": venue.id}).all()
+        else:
+            ids = sorted(set(ids))
+            if not ids:
+                return []
+            rows = self.db.connection().execute(_VERSIONS_OF, {"vid": venue.id,
+                                                               "ids": ids}).all()
+        out: dict[int, Bundle] = {}
+        missing = []
+        for sid, version, e in rows:
+            hit = cache.bundle(e, sid, version) if e is not None else None
+            if hit is not None:
+                out[sid] = replace(hit, venue=venue)
+            else:
+                missing.append((sid, version, e))
+        if missing:
+            for b, (sid, version, e) in zip(self._side_load(venue, [x[0] for x in missing]),
+                                            missing, strict=True):
+                out[sid] = b
+                if e is not None:
+                    cache.put_bundle(e, sid, version, b)
+        return [out[sid] for sid, _, _ in rows]  # by number, like bundles()
+
+    def _side_venue(self, venue_id: int) -> m.Venue:
+        side = Session(bind=self.db.connection(), expire_on_commit=False, autoflush=False)
+        try:
+            venue = side.get(m.Venue, venue_id)
+        finally:
+            side.close()
+        if venue is None:
+            raise NotFound("no such venue")
+        return venue
+
+    def _side_load(self, venue: m.Venue, ids: list[int]) -> list[Bundle]:
+        """Bundles of ``ids`` (in that order) loaded in this transaction but outside the
+        request's session, so that the cached rows are never tied to (or expired by) it."""
+        side = Session(bind=self.db.connection(), expire_on_commit=False, autoflush=False)
+        try:
+            rows = side.execute(_SUBMISSION_ROWS.where(m.Submission.id.in_(ids))).all()
+            by_id = {r[0].id: r for r in rows}
+            return load_bundles(side, venue, [by_id[i] for i in ids])
+        finally:
+            side.close()
 
     def _review_bundle(self, review_id: int) -> tuple[m.Review, Bundle]:
         r = self.db.get(m.Review, int(review_id))
@@ -267,54 +394,58 @@ class Service(UsesContext):
         return r, self.bundle(r.submission_id)
 
     def _bundles(self, venue: m.Venue, rows) -> list[Bundle]:  # noqa: ANN001
-        """Bundles of (submission, meta-review, decision) rows: six more queries (seven from
-        the discussion phase on), whatever their number."""
-        if not rows:
-            return []
-        subs = [r[0] for r in rows]
-        metas = {r[0].id: r[1] for r in rows}
-        decisions = {r[0].id: r[2] for r in rows}
-        ids = [s.id for s in subs]
-        q = _BUNDLE_QUERIES
-        run = self.db.execute
+        return load_bundles(self.db, venue, rows)
 
-        authors, assignments, posts = defaultdict(list), defaultdict(list), defaultdict(list)
-        for (a,) in run(q["authors"], {"ids": ids}):
-            authors[a.submission_id].append(a)
-        for (a,) in run(q["assignments"], {"ids": ids}):
-            assignments[a.submission_id].append(a)
-        if at_least(venue.phase, Phase.DISCUSSION):  # no post exists before
-            for (p,) in run(q["posts"], {"ids": ids}):
-                posts[p.submission_id].append(p)
-        conflicts, bids = defaultdict(set), defaultdict(dict)
-        for sid, uid in run(q["conflicts"], {"ids": ids}):
-            conflicts[sid].add(uid)
-        for sid, uid, value in run(q["bids"], {"ids": ids}):
-            bids[sid][uid] = value
-        reviews, fb, reb = defaultdict(list), {}, {}
-        for r, f, x in run(q["reviews"], {"ids": ids}):
-            reviews[r.submission_id].append(r)
-            if f is not None:
-                fb[r.id] = f
-            if x is not None:
-                reb[r.id] = x
-        uids = ({a.user_id for v in assignments.values() for a in v}
-                | {u for v in conflicts.values() for u in v}
-                | {p.user_id for v in posts.values() for p in v}
-                | {u for v in bids.values() for u in v})
-        users = ({u.id: u for (u,) in run(q["users"], {"ids": list(uids)})} if uids else {})
-        out = []
-        for s in subs:
-            sub_reviews = reviews[s.id]
-            out.append(Bundle(
-                venue=venue, submission=s, authors=authors[s.id],
-                conflict_user_ids=conflicts[s.id], assignments=assignments[s.id],
-                reviews=sub_reviews,
-                feedback={r.id: fb[r.id] for r in sub_reviews if r.id in fb},
-                rebuttals={r.id: reb[r.id] for r in sub_reviews if r.id in reb},
-                posts=posts[s.id], meta_review=metas.get(s.id), decision=decisions.get(s.id),
-                users=users, bids=bids[s.id]))
-        return out
+
+def load_bundles(db: Session, venue: m.Venue, rows) -> list[Bundle]:  # noqa: ANN001
+    """Bundles of (submission, meta-review, decision) rows: six more queries (seven from
+    the discussion phase on), whatever their number."""
+    if not rows:
+        return []
+    subs = [r[0] for r in rows]
+    metas = {r[0].id: r[1] for r in rows}
+    decisions = {r[0].id: r[2] for r in rows}
+    ids = [s.id for s in subs]
+    q = _BUNDLE_QUERIES
+    run = db.execute
+
+    authors, assignments, posts = defaultdict(list), defaultdict(list), defaultdict(list)
+    for (a,) in run(q["authors"], {"ids": ids}):
+        authors[a.submission_id].append(a)
+    for (a,) in run(q["assignments"], {"ids": ids}):
+        assignments[a.submission_id].append(a)
+    if at_least(venue.phase, Phase.DISCUSSION):  # no post exists before
+        for (p,) in run(q["posts"], {"ids": ids}):
+            posts[p.submission_id].append(p)
+    conflicts, bids = defaultdict(set), defaultdict(dict)
+    for sid, uid in run(q["conflicts"], {"ids": ids}):
+        conflicts[sid].add(uid)
+    for sid, uid, value in run(q["bids"], {"ids": ids}):
+        bids[sid][uid] = value
+    reviews, fb, reb = defaultdict(list), {}, {}
+    for r, f, x in run(q["reviews"], {"ids": ids}):
+        reviews[r.submission_id].append(r)
+        if f is not None:
+            fb[r.id] = f
+        if x is not None:
+            reb[r.id] = x
+    uids = ({a.user_id for v in assignments.values() for a in v}
+            | {u for v in conflicts.values() for u in v}
+            | {p.user_id for v in posts.values() for p in v}
+            | {u for v in bids.values() for u in v})
+    users = ({u.id: u for (u,) in run(q["users"], {"ids": list(uids)})} if uids else {})
+    out = []
+    for s in subs:
+        sub_reviews = reviews[s.id]
+        out.append(Bundle(
+            venue=venue, submission=s, authors=authors[s.id],
+            conflict_user_ids=conflicts[s.id], assignments=assignments[s.id],
+            reviews=sub_reviews,
+            feedback={r.id: fb[r.id] for r in sub_reviews if r.id in fb},
+            rebuttals={r.id: reb[r.id] for r in sub_reviews if r.id in reb},
+            posts=posts[s.id], meta_review=metas.get(s.id), decision=decisions.get(s.id),
+            users=users, bids=bids[s.id]))
+    return out
 
 
 # submissions with their (at most one) meta-review and decision
@@ -341,3 +472,24 @@ _BUNDLE_QUERIES = {
     .where(m.Review.submission_id.in_(_IDS)).order_by(m.Review.id),
     "users": select(m.User).where(m.User.id.in_(_IDS)),
 }
+
+# the view cache's read paths: versions (with the epoch) read before any row they label
+_VERSION_OF = select(m.Submission.venue_id, m.Submission.version, EPOCH).where(
+    m.Submission.id == bindparam("sid"))
+_VERSION_OF_REVIEW = select(m.Submission.id, m.Submission.venue_id, m.Submission.version,
+                            EPOCH).join(m.Review, m.Review.submission_id == m.Submission.id).where(
+    m.Review.id == bindparam("rid"))
+_VERSIONS_IN_VENUE = select(m.Submission.id, m.Submission.version, EPOCH).where(
+    m.Submission.venue_id == bindparam("vid")).order_by(m.Submission.number)
+_VERSIONS_OF = select(m.Submission.id, m.Submission.version, EPOCH).where(
+    m.Submission.venue_id == bindparam("vid"), m.Submission.id.in_(_IDS)).order_by(
+    m.Submission.number)
+# per-account facts
+_ROLES = select(m.Membership.venue_id, m.Membership.role).where(
+    m.Membership.user_id == bindparam("uid"))
+_AUTHORED = select(m.Submission.id).where(
+    m.Submission.venue_id == bindparam("vid"), m.Submission.submitter_id == bindparam("uid")
+).union(select(m.SubmissionAuthor.submission_id).join(
+    m.Submission, m.Submission.id == m.SubmissionAuthor.submission_id).where(
+    m.Submission.venue_id == bindparam("vid"), m.SubmissionAuthor.user_id == bindparam("uid")))
+_ASSIGNED = select(m.Assignment.submission_id).where(m.Assignment.user_id == bindparam("uid"))

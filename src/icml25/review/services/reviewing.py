@@ -21,9 +21,10 @@ class Reviewing(Service):
                     weaknesses: str, score: int | str | None, confidence: int | str | None,
                     submit: bool = True) -> m.Review:
         """Write (draft or submit) both stages of one's review during the reviewing phase."""
-        b = self.bundle(sub_id)
+        b = self.read_bundle(sub_id)  # read only: the review to change is loaded below
         authorize(Action.WRITE_REVIEW, facts_for(self.viewer(b.venue), b))
-        r = next((r for r in b.reviews if r.reviewer_id == self.actor.id), None)
+        own = next((r for r in b.reviews if r.reviewer_id == self.actor.id), None)
+        r = self.db.get(m.Review, own.id) if own is not None else None
         if r is None:
             r = m.Review(submission_id=sub_id, reviewer_id=self.actor.id)
             self.db.add(r)
@@ -49,7 +50,7 @@ class Reviewing(Service):
                                     questions=questions, weaknesses=weaknesses, score=score,
                                     confidence=confidence, submit=submit)
         self._audit(b.venue.id, "review.submit" if submit else "review.draft",
-                    f"review:{r.id}")
+                    f"review:{r.id}", of_submission=sub_id)
         self._commit()
         return r
 
@@ -58,9 +59,10 @@ class Reviewing(Service):
                       llm_comment: str = "") -> m.Feedback:
         """An author rates one review (stage 1 only seen so far). Ratings are final once stage 2
         is released for the submission."""
-        r, b = self._review_bundle(review_id)
+        r, b = self.read_review_bundle(review_id)  # read only: the rating is loaded below
         authorize(Action.GIVE_FEEDBACK, facts_for(self.viewer(b.venue), b, review=r))
-        fb = b.feedback.get(r.id)
+        fb = (self.db.scalar(select(m.Feedback).where(m.Feedback.review_id == r.id))
+              if r.id in b.feedback else None)
         if fb is None:
             fb = m.Feedback(review_id=r.id, author_id=self.actor.id, comprehension=1,
                             constructiveness=1)
@@ -77,7 +79,7 @@ class Reviewing(Service):
             return self.give_feedback(review_id, comprehension=comprehension,
                                       constructiveness=constructiveness,
                                       llm_suspected=llm_suspected, llm_comment=llm_comment)
-        self._audit(b.venue.id, "feedback", f"review:{r.id}")
+        self._audit(b.venue.id, "feedback", f"review:{r.id}", of_submission=b.submission.id)
         self._commit()
         return fb
 
@@ -145,6 +147,6 @@ class Reviewing(Service):
 
     def submission_of_review(self, review_id: int) -> int:
         """The id of the submission a review belongs to (for those who may see it)."""
-        r, b = self._review_bundle(review_id)
+        r, b = self.read_review_bundle(review_id)
         authorize(Action.VIEW_SUBMISSION, facts_for(self.viewer(b.venue), b, review=r))
         return b.submission.id

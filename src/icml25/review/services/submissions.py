@@ -156,7 +156,7 @@ class Submissions(Service):
 
     def submission_page(self, sub_id: int) -> dict:
         """The actor's view of one submission, plus the actions open to them."""
-        b = self.bundle(sub_id)
+        b = self.read_bundle(sub_id)
         viewer = self.viewer(b.venue)
         view = submission_view(viewer, b)
         if view is None:
