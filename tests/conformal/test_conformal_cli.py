@@ -99,3 +99,43 @@ def test_multilabel_runs_on_a_users_score_file(tmp_path):
     np.savez(bad, scores=scores)
     res = run("multilabel", bad)
     assert res.exit_code == 2 and "labels" in res.output
+
+
+def test_adaptive_reports_long_run_coverage_and_plots(tmp_path):
+    rng = np.random.default_rng(0)
+    scores = np.abs(rng.normal(size=2_000) * np.r_[np.ones(1_000), 3 * np.ones(1_000)])
+    path = tmp_path / "scores.txt"
+    np.savetxt(path, scores)
+    png = tmp_path / "cov.png"
+    res = run("adaptive", path, "--alpha", 0.1, "--gamma", 0.01, "--plot", png)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert abs(out["long_run_error"] - 0.1) <= out["bound"]
+    assert out["fixed_split_error_after_first_scores"] > 0.2
+    assert png.stat().st_size > 5_000
+    res = run("adaptive", path, "--aggregated", "--window", 300)
+    assert res.exit_code == 0, res.output
+    assert abs(json.loads(res.stdout)["long_run_error"] - 0.1) < 0.02
+    assert run("adaptive", path, "--gamma", -1).exit_code == 2
+
+
+def test_precision_and_cv_plus(tmp_path):
+    rng = np.random.default_rng(1)
+    s = rng.uniform(size=2_000)
+    y = (rng.uniform(size=2_000) < 0.3 + 0.6 * s).astype(int)
+    path = tmp_path / "p.csv"
+    np.savetxt(path, np.c_[s, y], delimiter=",", header="score,label", comments="")
+    res = run("precision", path, "--alpha", 0.2, "--score-column", "score",
+              "--label-column", "label")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["lambda"] >= 2 / 3 and out["calibration_precision"] >= 0.8
+    X = rng.normal(size=(60, 2))
+    t = X @ [1.0, 2.0] + rng.normal(size=60)
+    train = tmp_path / "t.csv"
+    np.savetxt(train, np.c_[X, t], delimiter=",", header="a,b,y", comments="")
+    res = run("cv-plus", train, "--target", "y", "--predict", train, "--cv", 5)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["rank"] == 55 and len(out["intervals"]) == 60  # ceil(0.9 * 61)
+    assert run("cv-plus", train, "--target", "nope").exit_code == 2

@@ -4,10 +4,21 @@ import doctest
 
 import pytest
 
-from icml25.conformal import calibration, estimators, exact, posterior, rules, scores
+from icml25.conformal import (
+    adaptive,
+    calibration,
+    cross,
+    estimators,
+    exact,
+    ltt,
+    posterior,
+    rules,
+    scores,
+)
 
 
-@pytest.mark.parametrize("module", [posterior, calibration, estimators, rules, scores, exact])
+@pytest.mark.parametrize("module", [posterior, calibration, estimators, rules, scores, exact,
+                                    cross, adaptive, ltt])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0

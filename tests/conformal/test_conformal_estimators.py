@@ -203,6 +203,10 @@ def test_posterior_plot_and_pickle():
 
 @parametrize_with_checks([
     ConformalRegressor(method="crc"), ConformalClassifier(method="crc"),
+    ConformalRegressor(), ConformalClassifier(),  # bq, the defaults
+    ConformalRegressor(method="rcps"), ConformalClassifier(method="rcps"),
+    ConformalRegressor(method="crc", conformity_score="cqr"),
+    ConformalRegressor(method="split", cv=3), ConformalRegressor(method="crc", cv="jackknife+"),
     ConformalRegressor(method="split", conformity_score="normalized"),
     ConformalClassifier(method="crc", conformity_score="aps"),
     ConformalClassifier(method="split", conformity_score="aps_randomized"),

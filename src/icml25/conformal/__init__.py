@@ -9,7 +9,13 @@ otherwise). :func:`calibrate` picks lambda with the paper's rule (``bq``), confo
 Rules (:mod:`~icml25.conformal.rules`) and conformity scores (:mod:`~icml25.conformal.scores`) are
 strategy objects in registries: every ``method=`` / ``conformity_score=`` takes a name or an
 instance. The estimators calibrate per group (Mondrian, ``groups=``) or per class
-(``class_conditional=True``) on request.
+(``class_conditional=True``) on request; ``ConformalRegressor(cv=K)`` is CV+ (``"jackknife+"``:
+leave-one-out), with no separate calibration set.
+
+Beyond exchangeable data and monotone losses: :class:`AdaptiveConformal` (ACI, step size gamma)
+and :class:`AggregatedAdaptiveConformal` for sequential data under shift; :class:`LearnThenTest`
+and :class:`PrecisionController` for risks that are not monotone in lambda (family-wise error
+control with fixed-sequence, Bonferroni or Holm testing).
 """
 
 from icml25.conformal._validation import InfeasibleRiskWarning
@@ -22,12 +28,6 @@ from icml25.conformal.calibration import (
     crc_bound,
     hoeffding_bentkus_pvalue,
     rcps_upper_bound,
-)
-from icml25.conformal.estimators import (
-    ConformalClassifier,
-    ConformalRegressor,
-    RiskController,
-    false_negative_rate,
 )
 from icml25.conformal.posterior import RiskPosterior, uniform_order_statistics
 from icml25.conformal.rules import (
@@ -42,22 +42,47 @@ from icml25.conformal.rules import (
     minimum_calibration_size,
     register_rule,
 )
-from icml25.conformal.scores import (
-    APS,
-    CLASSIFICATION_SCORES,
-    CQR,
-    LAC,
-    RAPS,
-    REGRESSION_SCORES,
-    AbsoluteResidual,
-    ClassificationScore,
-    NormalizedResidual,
-    RegressionScore,
-    TopK,
-)
+
+# Modules that import scikit-learn (or are rarely needed) load on first use, so that
+# ``import icml25.conformal`` and the reproductions stay light.
+_LAZY = {
+    "ConformalClassifier": "estimators", "ConformalRegressor": "estimators",
+    "RiskController": "estimators", "false_negative_rate": "estimators",
+    "APS": "scores", "CLASSIFICATION_SCORES": "scores", "CQR": "scores", "LAC": "scores",
+    "RAPS": "scores", "REGRESSION_SCORES": "scores", "AbsoluteResidual": "scores",
+    "ClassificationScore": "scores", "NormalizedResidual": "scores",
+    "RegressionScore": "scores", "TopK": "scores",
+    "AdaptiveConformal": "adaptive", "AggregatedAdaptiveConformal": "adaptive",
+    "plot_coverage_over_time": "adaptive",
+    "LearnThenTest": "ltt", "PrecisionController": "ltt", "fwer_control": "ltt",
+    "ltt_pvalues": "ltt",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'icml25.conformal' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"icml25.conformal.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "APS",
+    "AdaptiveConformal",
+    "AggregatedAdaptiveConformal",
+    "LearnThenTest",
+    "PrecisionController",
+    "fwer_control",
+    "ltt_pvalues",
+    "plot_coverage_over_time",
     "CLASSIFICATION_SCORES",
     "CQR",
     "LAC",

@@ -212,3 +212,146 @@ def multilabel(
     except (ValueError, FileNotFoundError) as exc:
         _fail(str(exc))
     _emit({k: out[k]["summary"].row() for k in ("CRC", "RCPS", "BQ")})
+
+
+@app.command()
+def adaptive(
+    scores: Annotated[Path, typer.Argument(
+        help="File with one conformity score per line (time order), or a CSV.")],
+    alpha: AlphaOpt = 0.1,
+    gamma: Annotated[float, typer.Option(
+        help="ACI step size (ignored with --aggregated).")] = 0.005,
+    window: Annotated[int | None, typer.Option(
+        min=1, help="Calibrate on the last WINDOW scores only.")] = None,
+    aggregated: Annotated[bool, typer.Option(
+        "--aggregated", help="Aggregate experts over a range of step sizes (DtACI-style).")
+    ] = False,
+    column: Annotated[str | None, typer.Option(help="CSV column (name or 0-based index).")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write a coverage-over-time PNG here.")] = None,
+    roll: Annotated[int, typer.Option(min=1, help="Rolling window of the plot.")] = 200,
+) -> None:
+    """Adaptive conformal inference over a score series: long-run coverage, as JSON."""
+    import numpy as np
+
+    from icml25.conformal.adaptive import (
+        AdaptiveConformal,
+        AggregatedAdaptiveConformal,
+        plot_coverage_over_time,
+    )
+
+    values = np.array(_read_column(scores, column))
+    try:
+        model = (AggregatedAdaptiveConformal(alpha, window=window) if aggregated
+                 else AdaptiveConformal(alpha, gamma, window=window))
+        res = model.run(values)
+    except ValueError as exc:
+        _fail(str(exc))
+    n_cal = min(500, max(1, values.size // 5))
+    q_rank = math.ceil((1 - alpha) * (n_cal + 1))
+    fixed = (float(np.mean(values[n_cal:] > np.sort(values[:n_cal])[q_rank - 1]))
+             if q_rank <= n_cal and values.size > n_cal else None)
+    out = {"steps": int(values.size), "alpha": alpha,
+           "method": "aggregated ACI" if aggregated else f"ACI gamma={gamma:g}",
+           "coverage": res.coverage, "long_run_error": float(res.errors.mean()),
+           "bound": None if math.isnan(res.bound) else res.bound,
+           "worst_rolling_coverage": float(res.rolling_coverage(roll)[roll:].min())
+           if values.size > roll else None,
+           "infinite_intervals": int(np.isinf(res.radius).sum()),
+           "fixed_split_error_after_first_scores": fixed}
+    if plot is not None:
+        errs = {out["method"]: res}
+        if fixed is not None:
+            q = np.sort(values[:n_cal])[q_rank - 1]
+            errs[f"split, calibrated once on the first {n_cal}"] = np.r_[
+                np.zeros(n_cal), values[n_cal:] > q]
+        ax = plot_coverage_over_time(errs, alpha, window=roll)
+        ax.figure.savefig(plot, dpi=120, bbox_inches="tight")
+        out["plot"] = str(plot)
+    _emit(out)
+
+
+@app.command()
+def precision(
+    table: Annotated[Path, typer.Argument(help="CSV with a score column and a 0/1 label column.")],
+    alpha: Annotated[float, typer.Option(help="Allowed false-discovery rate (1 - precision).")
+                     ] = 0.1,
+    delta: Annotated[float, typer.Option(help="Family-wise error level.")] = 0.1,
+    procedure: Annotated[str, typer.Option(
+        help="fixed_sequence, bonferroni or holm.")] = "bonferroni",
+    score_column: Annotated[str, typer.Option(help="Score column (name or index).")] = "0",
+    label_column: Annotated[str, typer.Option(help="Label column (name or index).")] = "1",
+    n_lambdas: Annotated[int, typer.Option(min=2, help="Candidate thresholds.")] = 50,
+) -> None:
+    """Learn-then-test: a score threshold with precision >= 1 - alpha w.p. >= 1 - delta."""
+    import warnings
+
+    import numpy as np
+
+    from icml25.conformal import InfeasibleRiskWarning
+    from icml25.conformal.ltt import PrecisionController
+
+    s = np.array(_read_column(table, score_column))
+    y = np.array(_read_column(table, label_column))
+    caught = []
+    try:
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always", InfeasibleRiskWarning)
+            ctl = PrecisionController(alpha, delta, procedure=procedure,
+                                      n_lambdas=n_lambdas).fit(s, y)
+        caught = [str(w.message) for w in rec if issubclass(w.category, InfeasibleRiskWarning)]
+    except ValueError as exc:
+        _fail(str(exc))
+    pos = ctl.predict(s)
+    out = {"alpha": alpha, "delta": delta, "procedure": procedure, "lambda": ctl.lambda_,
+           "certified_lambdas": ctl.ltt_.valid_lambdas_.tolist(),
+           "calibration_precision": float(y[pos].mean()) if pos.any() else None,
+           "calibration_positives": int(pos.sum())}
+    if caught:
+        out["warning"] = caught[0]
+        typer.echo(f"warning: {caught[0]}", err=True)
+    _emit(out)
+
+
+@app.command("cv-plus")
+def cv_plus(
+    train: Annotated[Path, typer.Argument(help="CSV with a header: features and the target.")],
+    target: Annotated[str, typer.Option(help="Target column name.")],
+    predict: Annotated[Path | None, typer.Option(help="CSV of rows to predict (same features).")
+                       ] = None,
+    cv: Annotated[str, typer.Option(help="Folds K (CV+) or 'jackknife+'.")] = "5",
+    alpha: AlphaOpt = 0.1,
+    method: Annotated[str, typer.Option(help="split (published CV+), crc, bq or rcps.")
+                      ] = "split",
+    seed: Annotated[int, typer.Option(min=0)] = 0,
+) -> None:
+    """CV+ / jackknife+ intervals with a linear model (no separate calibration set), as JSON."""
+    import numpy as np
+
+    from icml25.conformal import ConformalRegressor
+
+    header, rows = _read_table(train, header_row=True)
+    if target not in header:
+        _fail(f"no column {target!r} in {train} (header: {header})")
+    j = header.index(target)
+    try:
+        data = np.array([[float(c) for c in r] for r in rows])
+    except ValueError:
+        _fail(f"{train}: every cell must be a number")
+    X, y = np.delete(data, j, axis=1), data[:, j]
+    folds = cv if cv == "jackknife+" else (int(cv) if cv.isdigit() else cv)
+    try:
+        reg = ConformalRegressor(method=method, alpha=alpha, cv=folds, random_state=seed).fit(X, y)
+    except ValueError as exc:
+        _fail(str(exc))
+    out = {"n": int(y.size), "cv": folds, "method": method, "alpha": alpha,
+           "rank": int(reg.cv_rank_), "infinite": bool(reg.cv_rank_ > y.size)}
+    if predict is not None:
+        ph, prow = _read_table(predict, header_row=True)
+        feats = [h for h in header if h != target]
+        try:
+            idx = [ph.index(h) for h in feats]
+            xp = np.array([[float(r[i]) for i in idx] for r in prow])
+        except (ValueError, IndexError):
+            _fail(f"{predict} must hold the feature columns {feats}")
+        out["intervals"] = reg.predict_interval(xp).tolist()
+    _emit(out)

@@ -207,6 +207,13 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         Monte Carlo draws when the posterior has no closed form.
     random_state : int, RandomState, Generator or None
         Seed of the train/calibration split and of the Monte Carlo draws.
+    cv : None, int or "jackknife+"
+        ``None``: split conformal (a held-out calibration set). An int K >= 2: **CV+** — K
+        models, each fitted without one fold, every point calibrates out of fold, so no data is
+        set aside; ``"jackknife+"``: leave-one-out (n models). Absolute residual score only;
+        guarantee 1 - 2 alpha (jackknife+; CV+ slightly less, see
+        :mod:`~icml25.conformal.cross`), near 1 - alpha in practice. ``method`` sets the rank
+        (``split``/``crc``: the published CV+; ``bq``: a more conservative rank, no theorem).
 
     Examples
     --------
@@ -218,12 +225,15 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
     >>> ada = ConformalRegressor(conformity_score="normalized", random_state=0).fit(X, y)
     >>> bool((ada.predict_interval(X[:50]) @ [-1, 1]).std() > 0)   # widths vary with x
     True
+    >>> cvp = ConformalRegressor(method="split", cv=5, random_state=0).fit(X, y)   # CV+
+    >>> cvp.predict_interval(X[:2]).shape
+    (2, 2)
     """
 
     def __init__(self, estimator=None, *, method="bq", alpha=0.1, beta=0.95, bound=1.0,
                  conformity_score="absolute", prefit=False, calibration_size=0.5,
                  concentration="hb",
-                 n_draws=10_000, random_state=None):
+                 n_draws=10_000, random_state=None, cv=None):
         self.estimator = estimator
         self.method = method
         self.alpha = alpha
@@ -235,17 +245,22 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         self.concentration = concentration
         self.n_draws = n_draws
         self.random_state = random_state
+        self.cv = cv
 
     def fit(self, X, y, groups=None):
         """Fit the regressor (unless prefit) and calibrate lambda on held-out data.
 
         ``groups``: optional category per row for Mondrian (per-group) calibration.
+        With ``cv`` set, fit the fold models and calibrate on out-of-fold residuals (CV+).
         """
         spec = self._check_params()
         score = get_regression_score(self.conformity_score)
         X, y = validate_data(self, X, y, y_numeric=True)
         if groups is not None:
             groups = _check_groups(groups, X.shape[0], "fit")
+        if self.cv is not None:
+            return self._fit_cv(X, y, spec, score, groups)
+        self.cv_rank_ = None
         x_tr, y_tr, x_cal, y_cal, g_cal = self._split(X, y, groups)
         self.conformity_score_ = score.fit(self.estimator, x_tr, y_tr, alpha=spec.alpha,
                                            prefit=self.prefit)
@@ -253,9 +268,46 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         self.estimators_ = [m for m in models if m is not None]
         return self._calibrate(x_cal, y_cal, spec, g_cal)
 
+    def _fit_cv(self, X, y, spec, score, groups):
+        from sklearn.linear_model import LinearRegression
+        from sklearn.model_selection import KFold
+
+        from icml25.conformal.cross import cv_plus_rank, resolve_folds
+        from icml25.conformal.scores import AbsoluteResidual
+
+        if not isinstance(score, AbsoluteResidual):
+            raise ValueError("cv (CV+ / jackknife+) supports conformity_score='absolute' only")
+        if self.prefit:
+            raise ValueError("cv refits the model on folds; it cannot be combined with "
+                             "prefit=True")
+        if groups is not None:
+            raise ValueError("cv (CV+ / jackknife+) does not support groups=")
+        n = X.shape[0]
+        k = resolve_folds(self.cv, n)
+        est = LinearRegression() if self.estimator is None else self.estimator
+        seed = spec.random_state
+        folds = KFold(k, shuffle=k < n, random_state=seed % 2**32 if k < n else None)
+        fold_of = np.empty(n, dtype=np.intp)
+        models, resid = [], np.empty(n)
+        for j, (tr, te) in enumerate(folds.split(X)):
+            model = clone(est).fit(X[tr], y[tr])
+            models.append(model)
+            fold_of[te] = j
+            resid[te] = np.abs(y[te] - np.asarray(model.predict(X[te]), dtype=float).ravel())
+        self.fold_models_, self.fold_of_, self.cv_residuals_ = models, fold_of, resid
+        self.cv_rank_ = cv_plus_rank(spec, n)
+        self.conformity_score_ = score.fit(est, X, y, alpha=spec.alpha, prefit=False)
+        self.estimators_ = [*models, self.conformity_score_.model_]
+        # lambda_ / calibration_: the rule on the out-of-fold residuals (the split-style
+        # radius, for reference; CV+ intervals use the rank cv_rank_).
+        self._calibrate_scores(resid, spec)
+        return self
+
     def calibrate(self, X, y, groups=None):
         """Re-calibrate lambda on new data, keeping the fitted model(s)."""
         check_is_fitted(self, "conformity_score_")
+        if getattr(self, "cv_rank_", None) is not None:
+            raise ValueError("a CV+ / jackknife+ regressor calibrates out of fold; refit it")
         spec = self._check_params()
         X, y = validate_data(self, X, y, y_numeric=True, reset=False)
         if groups is not None:
@@ -276,6 +328,16 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         """(n, 2) array of [lower, upper]; +-inf where the request was infeasible."""
         check_is_fitted(self, "conformity_score_")
         X = validate_data(self, X, reset=False)
+        if getattr(self, "cv_rank_", None) is not None:
+            from icml25.conformal.cross import cv_plus_interval
+
+            if groups is not None:
+                raise ValueError("groups were passed to predict but not to fit")
+            fold_pred = np.column_stack([np.asarray(m.predict(X), dtype=float).ravel()
+                                         for m in self.fold_models_])
+            lo, hi = cv_plus_interval(fold_pred, self.fold_of_, self.cv_residuals_,
+                                      self.cv_rank_)
+            return np.column_stack([lo, hi])
         lam = self._row_lambdas(groups, X.shape[0])
         iv = self.conformity_score_.interval(X, lam)
         inf = ~np.isfinite(np.broadcast_to(lam, (X.shape[0],)))
