@@ -107,3 +107,16 @@ def test_build_dataset_on_builtin_fixtures(tmp_path):
     assert "3 conversations, 3 scored turns" in r.output
     rows = [json.loads(x) for x in (tmp_path / "conversations.jsonl").read_text().splitlines()]
     assert all(c["failures"] == [] for c in rows)
+
+
+def test_item_positions_in_errors_count_from_one(tmp_path):
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from icml25.collab.cli import app
+
+    conv = tmp_path / "two.json"
+    conv.write_text(_json.dumps([{"history": [], "candidates": ["hi"]}, {"candidates": ["x"]}]))
+    out = CliRunner().invoke(app, ["reward", str(conv)])
+    assert out.exit_code == 2 and "error: item 2 lacks 'history'" in out.output, out.output

@@ -10,10 +10,10 @@ def _ev(creativity, coherence=0.3, n=1000):
     return {"creativity": creativity, "coherence": coherence, "memorization": 0.0, "n": n}
 
 
-def _grid(seeded, null):
-    """``seeded``/``null``: method -> creativity (null at T=1.0)."""
-    return {**{f"{m}/seed": {"evals": {"greedy": _ev(c)}} for m, c in seeded.items()},
-            **{f"{m}/null": {"evals": {"T=1.0": _ev(c)}} for m, c in null.items()}}
+def _grid(seeded, null, **every):
+    """``seeded``/``null``: method -> creativity (null at T=1.0); ``every``: set in all cells."""
+    return {**{f"{m}/seed": {"evals": {"greedy": _ev(c, **every)}} for m, c in seeded.items()},
+            **{f"{m}/null": {"evals": {"T=1.0": _ev(c, **every)}} for m, c in null.items()}}
 
 
 def _judged(task, grid, top_k=0):
@@ -46,10 +46,7 @@ def test_line_claims_contradicted_by_a_clear_opposite_effect():
 
 def test_a_small_difference_over_few_samples_is_inconclusive_not_agreement():
     grid = _grid({"ntp": 0.20, "teacherless": 0.2, "diffusion": 0.22},
-                 {"ntp": 0.20, "teacherless": 0.2, "diffusion": 0.2})
-    for key in grid:
-        for ev in grid[key]["evals"].values():
-            ev["n"] = 100
+                 {"ntp": 0.20, "teacherless": 0.2, "diffusion": 0.2}, n=100)
     rows = _judged("line", grid)
     assert rows["line: creativity diffusion - ntp (best decoding each)"][1] == v.WITHIN_GAP
 
@@ -67,10 +64,7 @@ def test_sibling_expects_no_gain_and_triangle_seed_claim_needs_top_k():
 
 def test_incoherent_cells_make_a_claim_not_comparable():
     grid = _grid({"ntp": 0.01, "teacherless": 0.01, "diffusion": 0.02},
-                 {"ntp": 0.01, "teacherless": 0.01, "diffusion": 0.02})
-    for key in grid:
-        for ev in grid[key]["evals"].values():
-            ev["coherence"] = 0.02
+                 {"ntp": 0.01, "teacherless": 0.01, "diffusion": 0.02}, coherence=0.02)
     rows = _judged("line", grid)
     assert {r[1] for r in rows.values()} == {v.NOT_COMPARABLE}
     assert all("coherence below 5%" in r[2]["note"] for r in rows.values())

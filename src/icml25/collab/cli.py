@@ -53,10 +53,10 @@ def _load_items(path: Path, required: tuple[str, ...] = ("history", "candidates"
         items = read_jsonl(path)
     for i, it in enumerate(items):
         if not isinstance(it, dict):
-            raise ValueError(f"item {i} must be a JSON object")
+            raise ValueError(f"item {i + 1} must be a JSON object")  # 1-based, like lines
         for key in required:
             if key not in it:
-                raise ValueError(f"item {i} lacks {key!r} (needs {', '.join(required)}; "
+                raise ValueError(f"item {i + 1} lacks {key!r} (needs {', '.join(required)}; "
                                  "optional: task, reference, metric)")
     return items
 
@@ -70,18 +70,19 @@ def _hidden_goal(it: dict[str, Any]) -> str:
 
 
 def _task_metric(spec: Any, item_index: int):
+    """The task metric an item names; ``item_index`` is 0-based, messages count from 1."""
     from icml25.collab.reward import bleu_task_metric, code_task_metric, math_task_metric
 
     if spec is None:
         return None
     if not isinstance(spec, dict) or "type" not in spec:
-        raise ValueError(f"item {item_index}: metric must be an object with a 'type'")
+        raise ValueError(f"item {item_index + 1}: metric must be an object with a 'type'")
     kind = spec["type"]
     needs = {"bleu": "reference", "math": "answer", "code": "tests"}
     if kind not in needs:
-        raise ValueError(f"item {item_index}: unknown metric type {kind!r} (bleu, math, code)")
+        raise ValueError(f"item {item_index + 1}: unknown metric type {kind!r} (bleu, math, code)")
     if needs[kind] not in spec:
-        raise ValueError(f"item {item_index}: a {kind!r} metric needs {needs[kind]!r}")
+        raise ValueError(f"item {item_index + 1}: a {kind!r} metric needs {needs[kind]!r}")
     if kind == "bleu":
         return bleu_task_metric(str(spec["reference"]))
     if kind == "math":
