@@ -90,12 +90,26 @@ def test_graph_reports_the_cv_alpha_and_accepts_a_fixed_one(tmp_path):
     f = tmp_path / "data.csv"
     _write_chain_csv(f, n=400)
     res = CliRunner().invoke(app, ["graph", str(f), "--json", "--n-alphas", "8", "--cv", "3",
-                                   "--positive-definite", "shift"])
+                                   "--selection", "cv", "--positive-definite", "shift"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["alpha_selection"] == "cv" and out["cv"]["folds"] == 3
     assert out["alpha"] in out["cv"]["alphas"] and len(out["cv"]["mean_test_loss"]) == 8
     assert (tmp_path / "data_graph.png").stat().st_size > 1000
+    # the default: extended BIC, reported with its curve and the edge count of each penalty
+    res = CliRunner().invoke(app, ["graph", str(f), "--json", "--n-alphas", "8",
+                                   "--figure", str(tmp_path / "eb.png")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    sel = out["selection"]
+    assert out["alpha_selection"] == "ebic" and sel["gamma"] == 0.5 and out["cv"] is None
+    assert len(sel["ebic"]) == len(sel["n_edges"]) == 8 and out["alpha"] in sel["alphas"]
+    k = sel["alphas"].index(out["alpha"])
+    assert sel["ebic"][k] == min(v for v in sel["ebic"] if v is not None)
+    assert len(out["edges"]) == sel["n_edges"][k]  # the reported graph is the scored one
+    assert (tmp_path / "eb.png").stat().st_size > 1000
+    res = CliRunner().invoke(app, ["graph", str(f), "--no-figure", "--selection", "aic"])
+    assert res.exit_code == 2 and "--selection must be one of" in res.output
     res = CliRunner().invoke(app, ["graph", str(f), "--no-figure", "--alpha", "0.05",
                                    "--n-alphas", "5"])
     assert res.exit_code == 0 and "alpha=0.05," in res.output and "CV" not in res.output

@@ -16,6 +16,13 @@ from icml25.missing_score import (  # noqa: E402
     sample_gaussian,
     support_refit,
 )
+from icml25.missing_score.selection import (  # noqa: E402
+    ebic_path,
+    extended_bic,
+    gaussian_support_refit,
+    observed_loglik,
+    one_se_index,
+)
 
 
 def _f1(P, adj, thr):
@@ -50,7 +57,8 @@ def test_support_refit_is_the_score_matching_minimiser():
 
 def test_cv_selects_a_graph_close_to_the_best_penalty_on_the_path():
     """Chain graph, d = 8, n = 600, 30% MCAR: the CV choice recovers the graph nearly as well
-    as the best penalty on the same path (oracle), far better than the old fixed default
+    as the best penalty on the same (path-polished) path (oracle; the CV estimate is one of
+    its points, so it cannot exceed it), far better than the old fixed default
     (alpha = 0.05: 26 of 28 possible edges in the issue) and than scoring the penalised
     precisions themselves (refit=None picks a nearly full graph; measured in
     docs/missing_score.md, not re-run here to keep the test fast)."""
@@ -61,6 +69,7 @@ def test_cv_selects_a_graph_close_to_the_best_penalty_on_the_path():
     thr = cv.best_estimator_.threshold
     f_cv = _f1(cv.precision_ * np.outer(cv.scale_, cv.scale_), adj, thr)
     full = MissingScoreGGM(alpha=cv.cv_alphas_[-1], alpha_max=cv.cv_alphas_[0], n_alphas=12,
+                           n_iter_polish=0, n_iter_path_polish=cv.path_polish,
                            random_state=0).fit(X)
     oracle = max(_f1(P * np.outer(full.scale_, full.scale_), adj, thr) for P in full.path_)
     fixed = MissingScoreGGM(alpha=0.05, random_state=0).fit(X)
@@ -68,6 +77,90 @@ def test_cv_selects_a_graph_close_to_the_best_penalty_on_the_path():
     print(f"F1: cv {f_cv:.3f}, oracle {oracle:.3f}, fixed alpha=0.05 {f_fixed:.3f}")
     assert f_cv >= oracle - 0.15, (f_cv, oracle)
     assert f_cv >= f_fixed + 0.2, (f_cv, f_fixed)
+
+
+def test_observed_loglik_is_the_gaussian_marginal_likelihood():
+    from scipy.stats import multivariate_normal
+
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(5, 5))
+    P = A @ A.T + np.eye(5)
+    mu = rng.normal(size=5)
+    X = rng.normal(size=(40, 5))
+    X[rng.random(X.shape) < 0.3] = np.nan
+    S = np.linalg.inv(P)
+    want = 0.0
+    for x in X:
+        o = ~np.isnan(x)
+        if o.any():
+            want += multivariate_normal(mu[o], S[np.ix_(o, o)]).logpdf(x[o])
+    assert observed_loglik(P, mu, X) == pytest.approx(want, rel=1e-10)
+    assert observed_loglik(-P, mu, X) == -np.inf  # not positive definite
+    assert extended_bic(-np.inf, 3, 100, 5) == np.inf
+    assert extended_bic(-10.0, 2, 100, 5, gamma=0.0) == pytest.approx(20 + 2 * np.log(100))
+    assert extended_bic(-10.0, 2, 100, 5, gamma=1.0) == pytest.approx(
+        20 + 2 * np.log(100) + 8 * np.log(5))
+
+
+def test_gaussian_support_refit_is_the_covariance_selection_mle():
+    """The MLE with a zero pattern matches S on the support and the diagonal, has exact zeros
+    elsewhere, is the inverse of S with the full support, and its likelihood never falls as
+    edges are added (nested supports)."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(7, 7))
+    S = A @ A.T / 7 + np.eye(7)
+    chain = np.eye(7, k=1, dtype=bool) | np.eye(7, k=-1, dtype=bool)
+    P = gaussian_support_refit(S, chain)
+    on = chain | np.eye(7, dtype=bool)
+    np.testing.assert_allclose(np.linalg.inv(P)[on], S[on], atol=1e-8)
+    assert np.all(P[~on] == 0) and np.linalg.eigvalsh(P).min() > 0
+    np.testing.assert_allclose(gaussian_support_refit(S, ~np.eye(7, dtype=bool)),
+                               np.linalg.inv(S), atol=1e-8)
+
+    def loglik(P):
+        return np.linalg.slogdet(P)[1] - np.trace(S @ P)
+
+    order = np.argsort(-np.abs(np.linalg.inv(S))[np.triu_indices(7, 1)])
+    iu = np.triu_indices(7, 1)
+    values, sup = [], np.zeros((7, 7), bool)
+    for k in order:
+        sup[iu[0][k], iu[1][k]] = sup[iu[1][k], iu[0][k]] = True
+        values.append(loglik(gaussian_support_refit(S, sup)))
+    assert np.all(np.diff(values) >= -1e-9)
+    # an indefinite pairwise covariance is lifted, not failed on
+    bad = np.array([[1.0, 0.99, -0.99], [0.99, 1.0, 0.99], [-0.99, 0.99, 1.0]])
+    assert np.linalg.eigvalsh(bad).min() < 0
+    assert np.linalg.eigvalsh(gaussian_support_refit(bad, ~np.eye(3, dtype=bool))).min() > 0
+
+
+def test_one_se_rule_moves_to_the_sparsest_point_within_one_standard_error():
+    mean = np.array([5.0, 3.0, 2.2, 2.0, 2.1])  # index 0 = largest penalty
+    std = np.full(5, 0.6)  # s.e. with 4 folds: 0.3
+    assert one_se_index(mean, std, 4) == 2
+    assert one_se_index(mean, np.zeros(5), 4) == 3
+    assert one_se_index(np.array([np.inf, 1.0, 2.0]), np.ones(3), 4) == 1
+
+
+def test_ebic_selects_the_chain_and_the_estimate_is_the_scored_path_point():
+    """Chain graph, d = 8, n = 600, 30% MCAR: the extended-BIC choice is the best penalty on
+    the path (oracle) up to 0.1 F1, the returned precision is exactly the full-data path
+    point it scored, and a larger gamma never picks a denser graph."""
+    X, adj = _chain()
+    est = MissingScoreGGMCV(alphas=12, selection="ebic", random_state=0).fit(X)
+    r = est.ebic_results_
+    k = int(np.argmin(r["ebic"]))
+    assert est.alpha_ == pytest.approx(est.cv_alphas_[k]) and not hasattr(est, "cv_results_")
+    full = MissingScoreGGM(alpha=est.cv_alphas_[-1], alpha_max=est.cv_alphas_[0], n_alphas=12,
+                           n_iter_polish=0, n_iter_path_polish=est.path_polish,
+                           random_state=0).fit(X)
+    np.testing.assert_allclose(est.precision_, full.path_[k], rtol=1e-5, atol=1e-7)
+    sc = np.outer(full.scale_, full.scale_)
+    f = [_f1(P * sc, adj, full.threshold) for P in full.path_]
+    f_sel = _f1(est.precision_ * sc, adj, full.threshold)
+    print(f"F1: ebic {f_sel:.3f}, oracle {max(f):.3f}, path {np.round(f, 2)}")
+    assert f_sel >= max(f) - 0.1, (f_sel, max(f))
+    e0, e1 = ebic_path(full, X, 0.0), ebic_path(full, X, 2.0)
+    assert e1["n_edges"][np.argmin(e1["ebic"])] <= e0["n_edges"][np.argmin(e0["ebic"])]
 
 
 def test_cv_bad_parameters():
@@ -78,6 +171,10 @@ def test_cv_bad_parameters():
         MissingScoreGGMCV(alphas=[1.0, 0.5, 0.1]).fit(X)
     with pytest.raises(ValueError, match="ggm_params may not set"):
         MissingScoreGGMCV(ggm_params={"alpha": 0.1}).fit(X)
+    with pytest.raises(ValueError, match="selection must be one of"):
+        MissingScoreGGMCV(selection="aic").fit(X)
+    with pytest.raises(ValueError, match="ebic_gamma"):
+        MissingScoreGGMCV(selection="ebic", ebic_gamma=-1).fit(X)
 
 
 def test_complete_case_warning_counts_rows():
@@ -120,9 +217,11 @@ def test_positive_definite_projection():
         MissingScoreGGM(positive_definite="yes").fit(X)
 
 
-def _issue28_targets(graph: str, seeds=range(5), d=20, n=500, p_missing=0.3):
-    """Per seed: (best F1 on the full-data path, F1 of MissingScoreGGMCV, F1 of sklearn's
-    GraphicalLassoCV on mean-imputed standardised data)."""
+def _issue28_targets(graph: str, seeds, d=20, n=500, p_missing=0.3, selection="ebic"):
+    """Per seed: (best F1 on the full-data path = the oracle, F1 of MissingScoreGGMCV's
+    estimate, F1 of sklearn's GraphicalLassoCV on mean-imputed standardised data). With
+    path polishing the estimate is exactly the full-data path point at alpha_, so the oracle is
+    the best the rule could have picked (benchmarks/missing_score_selection.py, all rules)."""
     from sklearn.covariance import GraphicalLassoCV
 
     from icml25.missing_score import dense_precision, star_precision
@@ -138,27 +237,30 @@ def _issue28_targets(graph: str, seeds=range(5), d=20, n=500, p_missing=0.3):
         X[mcar_mask(X.shape, p_missing, rng)] = np.nan
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            cv = MissingScoreGGMCV(random_state=seed).fit(X)
-            full = MissingScoreGGM(alpha=cv.cv_alphas_[-1], alpha_max=cv.cv_alphas_[0],
-                                   n_alphas=cv.cv_alphas_.size, random_state=seed).fit(X)
+            est = MissingScoreGGMCV(selection=selection, random_state=seed).fit(X)
+            full = MissingScoreGGM(alpha=est.cv_alphas_[-1], alpha_max=est.cv_alphas_[0],
+                                   n_alphas=est.cv_alphas_.size, n_iter_polish=0,
+                                   n_iter_path_polish=est.path_polish, random_state=seed).fit(X)
             Xm = np.where(np.isnan(X), np.nanmean(X, 0), X)
             Xm = (Xm - Xm.mean(0)) / Xm.std(0)
             g = GraphicalLassoCV().fit(Xm)
         thr = full.threshold
-        oracle = max(_f1(Pk * np.outer(full.scale_, full.scale_), adj, thr) for Pk in full.path_)
-        out.append((oracle, _f1(cv.precision_ * np.outer(cv.scale_, cv.scale_), adj, thr),
-                    _f1(g.precision_, adj, 1e-4)))
+        sc = np.outer(full.scale_, full.scale_)
+        oracle = max(_f1(Pk * sc, adj, thr) for Pk in full.path_)
+        out.append((oracle, _f1(est.precision_ * sc, adj, thr), _f1(g.precision_, adj, 1e-4)))
     return np.array(out)
 
 
 @pytest.mark.slow
 def test_issue28_selection_targets():
-    """d = 20, n = 500, 30% MCAR, 5 seeds (docs/missing_score.md, 'Choosing the penalty').
-    Measured: star mean F1 CV 0.889 vs best-on-path 0.695 vs GraphicalLassoCV 0.353; random
-    sparse 0.475 vs 0.610 vs 0.385. The star target (within 0.05 of the path's best) holds;
-    on the random sparse graph CV beats GraphicalLassoCV but trails the path's best by 0.135
-    (one seed picks the empty graph), so that target is NOT met and not asserted."""
-    star = _issue28_targets("star").mean(0)
-    sparse = _issue28_targets("sparse").mean(0)
-    assert star[1] >= star[0] - 0.05 and star[1] > star[2] + 0.2, star
-    assert sparse[1] > sparse[2], sparse
+    """d = 20, n = 500, 30% MCAR, the 5 validation seeds 5-9 (the rule and its settings were
+    chosen on seeds 0-4; docs/missing_score.md, 'Choosing the penalty'). The CLI's default,
+    extended BIC (gamma 0.5), comes within 0.05 of the best penalty on the path on both graphs
+    and beats GraphicalLassoCV on mean-imputed data on the random sparse graph."""
+    star = _issue28_targets("star", range(5, 10))
+    sparse = _issue28_targets("sparse", range(5, 10))
+    print("star (oracle, ebic, glassoCV):", star.mean(0).round(3),
+          "sparse:", sparse.mean(0).round(3))
+    s, r = star.mean(0), sparse.mean(0)
+    assert s[1] >= s[0] - 0.05 and r[1] >= r[0] - 0.05, (s, r)
+    assert r[1] > r[2], r

@@ -9,7 +9,8 @@ Needs the ``torch`` extra. Public names:
   ``marginal_terms``, ``Objective``, ``fit_density``
 - Gaussian closed forms: ``exact_marginal_loss``, ``marginal_precision``, ``fisher_divergence``,
   ``exact_conditional_sampler``, ``zeroed_population_minimiser``
-- estimators: ``MissingScoreGGM``, ``MissingScoreGGMCV`` (penalty by K-fold CV, ``held_out_loss``,
+- estimators: ``MissingScoreGGM``, ``MissingScoreGGMCV`` (penalty by K-fold CV or extended BIC,
+  ``held_out_loss``, ``ebic_path``, ``extended_bic``, ``observed_loglik``,
   ``support_refit``); baselines ``glasso_mean_impute``, ``glasso_pairwise``, ``em_glasso``,
   ``em_gaussian``
 - data: ``star_precision``, ``dense_precision``, ``mcar_mask``, ``sample_gaussian``
@@ -63,7 +64,10 @@ from icml25.missing_score.objectives import (  # noqa: E402
 )
 from icml25.missing_score.selection import (  # noqa: E402
     MissingScoreGGMCV,
+    ebic_path,
+    extended_bic,
     held_out_loss,
+    observed_loglik,
     support_refit,
 )
 from icml25.missing_score.variational import VariationalImputer  # noqa: E402
@@ -73,7 +77,10 @@ __all__ = [
     "MissingScoreGGM",
     "MissingScoreGGMCV",
     "TooFewCompleteRowsWarning",
+    "ebic_path",
+    "extended_bic",
     "held_out_loss",
+    "observed_loglik",
     "support_refit",
     "dense_precision",
     "em_gaussian",

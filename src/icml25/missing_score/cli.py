@@ -22,9 +22,16 @@ def graph(
     data: Annotated[Path, typer.Argument(help="CSV file; empty cells or NaN/NA are missing.")],
     method: Annotated[str, typer.Option(help="iw, variational, em, zeroed or complete.")] = "iw",
     alpha: Annotated[str, typer.Option(
-        help="L1 penalty: 'auto' (default) chooses it by K-fold cross-validation of the "
-             "held-out score-matching loss (MissingScoreGGMCV); a number fixes it.")] = "auto",
-    cv: Annotated[int, typer.Option(min=2, help="Folds for --alpha auto.")] = 5,
+        help="L1 penalty: 'auto' (default) chooses it along the path by --selection "
+             "(MissingScoreGGMCV); a number fixes it.")] = "auto",
+    selection: Annotated[str, typer.Option(
+        help="How --alpha auto chooses: ebic (extended BIC of the observed-data Gaussian "
+             "likelihood, one path fit; default), cv (K-fold CV of the held-out score-matching "
+             "loss, --cv + 1 path fits) or cv-1se (the sparsest penalty within one standard "
+             "error of the CV minimum).")] = "ebic",
+    ebic_gamma: Annotated[float, typer.Option(
+        min=0.0, help="Extended-BIC gamma (0 = BIC; larger = sparser).")] = 0.5,
+    cv: Annotated[int, typer.Option(min=2, help="Folds for --selection cv / cv-1se.")] = 5,
     n_alphas: Annotated[int | None, typer.Option(
         min=1, help="Penalties on the path (default 20 with --alpha auto, 30 otherwise).")]
     = None,
@@ -49,6 +56,12 @@ def graph(
     import numpy as np
 
     from icml25.core.table import resolve_on_missing
+    from icml25.missing_score.selection import SELECTIONS
+
+    if selection not in SELECTIONS:
+        typer.echo(f"error: --selection must be one of {', '.join(SELECTIONS)}, got "
+                   f"{selection!r}", err=True)
+        raise typer.Exit(2)
     from icml25.missing_score.io import read_table_with_missing
 
     try:
@@ -66,6 +79,7 @@ def graph(
     auto = alpha.strip().lower() == "auto"
     if auto:
         est = MissingScoreGGMCV(method=method, alphas=n_alphas or 20, cv=cv,
+                                selection=selection, ebic_gamma=ebic_gamma,
                                 positive_definite=pd, random_state=seed)
     else:
         try:
@@ -91,9 +105,15 @@ def graph(
     cv_report = None
     if auto:
         alpha_used = est.alpha_
-        cv_report = {"folds": cv, "alphas": [float(a) for a in est.cv_alphas_],
-                     "mean_test_loss": [float(v) for v in est.cv_results_["mean_test_loss"]],
-                     "refit": est.refit}
+        cv_report = {"selection": selection, "alphas": [float(a) for a in est.cv_alphas_]}
+        if selection == "ebic":
+            r = est.ebic_results_
+            cv_report.update({"gamma": ebic_gamma, "ebic": _floats(r["ebic"]),
+                              "n_edges": [int(k) for k in r["n_edges"]]})
+        else:
+            cv_report.update({"folds": cv, "refit": est.refit,
+                              "mean_test_loss": _floats(est.cv_results_["mean_test_loss"]),
+                              "std_test_loss": _floats(est.cv_results_["std_test_loss"])})
         est = est.best_estimator_
     else:
         alpha_used = alpha_value
@@ -112,7 +132,10 @@ def graph(
         _figure(est, names, pcorr, fig_path, alpha_used, cv_report)
     if as_json:
         typer.echo(json.dumps({"method": method, "alpha": alpha_used,
-                               "alpha_selection": "cv" if auto else "fixed", "cv": cv_report,
+                               "alpha_selection": selection if auto else "fixed",
+                               "selection": cv_report,
+                               # the key of earlier versions, for CV selections
+                               "cv": cv_report if auto and selection != "ebic" else None,
                                "n_samples": int(X.shape[0]), "rows": sel.to_dict(),
                                "positive_definite_shift": float(est.pd_shift_),
                                "nodes": names, "edges": edges,
@@ -121,7 +144,9 @@ def graph(
     from rich.console import Console
     from rich.table import Table
 
-    chosen = f"alpha={alpha_used:.4g}" + (f" (chosen by {cv}-fold CV)" if auto else "")
+    how = {"ebic": f"extended BIC, gamma={ebic_gamma:g}", "cv": f"{cv}-fold CV",
+           "cv-1se": f"{cv}-fold CV, one-SE rule"}.get(selection, selection)
+    chosen = f"alpha={alpha_used:.4g}" + (f" (chosen by {how})" if auto else "")
     table = Table(title=f"{len(edges)} edge(s), method={method}, {chosen}, "
                   f"{X.shape[0]} rows, {np.isnan(X).mean():.0%} missing")
     for col in ("source", "target", "score", "partial corr."):
@@ -133,6 +158,11 @@ def graph(
     console.print(table)
     if fig_path:
         console.print(f"figure: {fig_path}")
+
+
+def _floats(values) -> list:
+    """JSON-ready floats (inf / nan -> None)."""
+    return [float(v) if v == v and abs(v) != float("inf") else None for v in values]
 
 
 def _figure(est, names, pcorr, path: Path, alpha_used: float, cv_report=None) -> None:
@@ -168,10 +198,19 @@ def _figure(est, names, pcorr, path: Path, alpha_used: float, cv_report=None) ->
     ax2.axvline(alpha_used, color="k", ls=":", lw=1)
     ax2.invert_xaxis()
     if cv_report:
-        ax3.plot(cv_report["alphas"], cv_report["mean_test_loss"], marker="o", ms=3)
+        if cv_report["selection"] == "ebic":
+            ax3.plot(cv_report["alphas"], cv_report["ebic"], marker="o", ms=3)
+            ax3.set(ylabel="extended BIC", title=f"extended BIC, gamma={cv_report['gamma']:g} "
+                                                 "(support refit)")
+        else:
+            m, sd = np.asarray(cv_report["mean_test_loss"]), np.asarray(cv_report["std_test_loss"])
+            ax3.errorbar(cv_report["alphas"], m, yerr=sd / np.sqrt(cv_report["folds"]),
+                         marker="o", ms=3, capsize=2)
+            ax3.set(ylabel="mean held-out loss (+- 1 s.e.)",
+                    title=f"{cv_report['folds']}-fold CV, {cv_report['selection']} "
+                          "(support refit)")
         ax3.axvline(alpha_used, color="k", ls=":", lw=1, label=f"chosen {alpha_used:.3g}")
-        ax3.set(xscale="log", xlabel="L1 penalty", ylabel="mean held-out loss",
-                title=f"{cv_report['folds']}-fold CV (support refit)")
+        ax3.set(xscale="log", xlabel="L1 penalty")
         ax3.invert_xaxis()
         ax3.legend(fontsize=8)
     save_figure(fig, path)

@@ -58,6 +58,12 @@ class MissingScoreGGM(BaseEstimator):
     n_iter_polish : int
         Full-batch proximal gradient steps at ``alpha`` after the path, for ``precision_``:
         minibatch noise otherwise keeps lifting zero entries just above ``threshold``.
+    n_iter_path_polish : int
+        Full-batch proximal gradient steps at *every* penalty of the path, after its SGD steps
+        (the path then continues from the polished point). 0 (default) = none. It makes each
+        path point's edge set that of a converged fit at that penalty rather than of a noisy
+        SGD iterate, which penalty selection needs (:class:`MissingScoreGGMCV`), at the cost of
+        ``n_iter_path_polish`` passes over the data per penalty.
     standardize : bool
         Work with standardised columns (precision_ is mapped back to the data's units).
     var_hidden, var_steps, var_lr, var_objective :
@@ -110,7 +116,8 @@ class MissingScoreGGM(BaseEstimator):
                  n_draws: int = 10, proposal_scale: float = 1.0, threshold: float = 0.002,
                  standardize: bool = True, var_hidden=(64, 64), var_steps: int = 5,
                  var_lr: float = 0.01, var_objective: str = "fisher", domain=None,
-                 n_iter_polish: int = 30, n_threads: int | None = 1,
+                 n_iter_polish: int = 30, n_iter_path_polish: int = 0,
+                 n_threads: int | None = 1,
                  positive_definite: str | None = None, pd_floor: float = 1e-3,
                  random_state=None):
         self.method = method
@@ -131,6 +138,7 @@ class MissingScoreGGM(BaseEstimator):
         self.var_objective = var_objective
         self.domain = domain
         self.n_iter_polish = n_iter_polish
+        self.n_iter_path_polish = n_iter_path_polish
         self.n_threads = n_threads
         self.positive_definite = positive_definite
         self.pd_floor = pd_floor
@@ -159,6 +167,8 @@ class MissingScoreGGM(BaseEstimator):
             raise ValueError("n_threads must be >= 1 or None")
         if int(self.n_iter_polish) < 0:
             raise ValueError("n_iter_polish must be >= 0")
+        if int(self.n_iter_path_polish) < 0:
+            raise ValueError("n_iter_path_polish must be >= 0")
         if int(self.n_iter_start) < 0:
             raise ValueError("n_iter_start must be >= 0")
         if self.domain is not None and not isinstance(self.domain, Domain):
@@ -265,6 +275,8 @@ class MissingScoreGGM(BaseEstimator):
         for k, a in enumerate(alphas):
             for _ in range(int(self.n_iter_per_alpha)):
                 step(a)
+            for _ in range(int(self.n_iter_path_polish)):
+                step(a, full=True)
             P = model.precision().detach().numpy()
             presence += np.abs(P) > self.threshold
             scores += np.abs(P)

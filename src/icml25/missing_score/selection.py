@@ -1,6 +1,7 @@
 """Automatic choice of the L1 penalty: ``MissingScoreGGMCV``, K-fold cross-validation of the
 held-out score-matching loss of the observed coordinates along the penalty path (the
-score-matching analogue of scikit-learn's ``GraphicalLassoCV``)."""
+score-matching analogue of scikit-learn's ``GraphicalLassoCV``), its one-standard-error variant,
+or the extended BIC of the observed-data Gaussian likelihood (Foygel & Drton 2010)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from sklearn.utils.validation import check_is_fitted
 from icml25.missing_score._validation import check_missing_array
 from icml25.missing_score.baselines import pairwise_covariance
 from icml25.missing_score.estimator import MissingScoreGGM
-from icml25.missing_score.gaussian import exact_marginal_loss
+from icml25.missing_score.gaussian import exact_marginal_loss, marginal_precision
 
-__all__ = ["MissingScoreGGMCV", "held_out_loss", "support_refit"]
+__all__ = ["MissingScoreGGMCV", "ebic_path", "extended_bic", "gaussian_support_refit",
+           "held_out_loss", "observed_loglik", "one_se_index", "support_refit"]
+
+SELECTIONS = ("cv", "cv-1se", "ebic")
 
 
 def support_refit(S, support) -> np.ndarray:
@@ -34,6 +38,43 @@ def support_refit(S, support) -> np.ndarray:
     return 0.5 * (P + P.T)
 
 
+def gaussian_support_refit(S, support, *, max_iter: int = 200, tol: float = 1e-8,
+                           ridge: float = 1e-6) -> np.ndarray:
+    """Gaussian maximum-likelihood precision with zeros outside the off-diagonal ``support``
+    (bool (d, d)) for covariance ``S``: the covariance-selection problem, solved by the
+    regression sweep of Hastie, Tibshirani & Friedman (ESL, Algorithm 17.1). Positive definite
+    whenever ``S`` is; an indefinite ``S`` (possible for a pairwise-complete covariance) is
+    first lifted to minimum eigenvalue ``ridge`` x its mean diagonal. Nested supports give
+    non-decreasing likelihood, which the extended BIC relies on."""
+    S = 0.5 * (np.asarray(S, dtype=float) + np.asarray(S, dtype=float).T)
+    d = S.shape[0]
+    floor = ridge * float(np.mean(np.diag(S)))
+    w = np.linalg.eigvalsh(S).min()
+    if w < floor:
+        S = S + (floor - w) * np.eye(d)
+    sup = np.asarray(support, bool) & ~np.eye(d, dtype=bool)
+    sup = sup | sup.T
+    W = S.copy()
+    for _ in range(int(max_iter)):
+        W_old = W.copy()
+        for j in range(d):
+            rest = np.arange(d) != j
+            A = np.flatnonzero(sup[rest, j])
+            W11 = W[np.ix_(rest, rest)]
+            beta = np.zeros(d - 1)
+            if A.size:
+                beta[A] = np.linalg.solve(W11[np.ix_(A, A)], S[rest, j][A])
+            w12 = W11 @ beta
+            W[rest, j] = w12
+            W[j, rest] = w12
+        if np.max(np.abs(W - W_old)) < tol * float(np.mean(np.abs(np.diag(S)))):
+            break
+    P = np.linalg.inv(W)
+    P = 0.5 * (P + P.T)
+    P[~(sup | np.eye(d, dtype=bool))] = 0.0  # exact zeros (round-off only)
+    return P
+
+
 def held_out_loss(precision, mean, X) -> float:
     """Score-matching loss of held-out rows ``X`` (NaN = missing) under N(mean, precision^-1),
     on each row's observed coordinates only: the mean of ||K_o (x_o - mu_o)||^2 - 2 tr K_o with
@@ -48,8 +89,89 @@ def held_out_loss(precision, mean, X) -> float:
     return out if np.isfinite(out) else float("inf")
 
 
+def observed_loglik(precision, mean, X) -> float:
+    """Gaussian log-likelihood of the rows ``X`` (NaN = missing) under N(mean, precision^-1),
+    each row on its observed coordinates (the observed-data likelihood under MCAR): the sum of
+    0.5 log det K_o - 0.5 (x_o - mu_o)' K_o (x_o - mu_o) - |o|/2 log 2 pi, K_o the marginal
+    precision. ``-inf`` when a marginal precision is not positive definite."""
+    P = np.asarray(precision, dtype=float)
+    if not np.all(np.isfinite(P)):
+        return -np.inf
+    X = np.asarray(X, dtype=float)
+    mu = np.asarray(mean, dtype=float)
+    obs = ~np.isnan(X)
+    patterns, inverse = np.unique(obs, axis=0, return_inverse=True)
+    total = 0.0
+    for k, pat in enumerate(patterns):
+        if not pat.any():
+            continue
+        rows = X[inverse.ravel() == k][:, pat] - mu[pat]
+        try:
+            K = marginal_precision(P, pat)
+            L = np.linalg.cholesky(0.5 * (K + K.T))
+        except np.linalg.LinAlgError:
+            return -np.inf
+        logdet = 2.0 * float(np.log(np.diag(L)).sum())
+        quad = float((((rows @ L)) ** 2).sum())  # L L' = K: ||L' r||^2 = r' K r
+        total += 0.5 * rows.shape[0] * (logdet - pat.sum() * np.log(2 * np.pi)) - 0.5 * quad
+    return total
+
+
+def extended_bic(loglik: float, n_edges: int, n_samples: int, n_features: int,
+                 gamma: float = 0.5) -> float:
+    """Extended BIC of a Gaussian graphical model (Foygel & Drton 2010):
+    -2 loglik + |E| log n + 4 gamma |E| log d. gamma = 0 is the ordinary BIC; larger gamma
+    favours sparser graphs (gamma = 0.5 is their recommended default for d comparable to n)."""
+    if not np.isfinite(loglik):
+        return float("inf")
+    e = int(n_edges)
+    return float(-2.0 * loglik + e * np.log(n_samples) + 4.0 * gamma * e * np.log(n_features))
+
+
+def ebic_path(est: MissingScoreGGM, X, gamma: float = 0.5) -> dict:
+    """Extended BIC of every point of a fitted :class:`MissingScoreGGM` path on its data
+    ``X``: each point's edge set (|P_ij| > threshold, standardised units) is refitted without
+    penalty by Gaussian maximum likelihood (:func:`gaussian_support_refit` on the
+    pairwise-complete covariance) and scored by the observed-data Gaussian log-likelihood.
+    Returns ``alphas``, ``ebic``, ``loglik``, ``n_edges``, ``gamma`` and ``supports`` (per
+    point, the edge list as flat upper-triangle indices).
+
+    The score-matching refit (:func:`support_refit`) is not used here: it is not the
+    likelihood maximiser, is not always positive definite (log-likelihood -inf: measured on
+    one random sparse graph, d = 20, n = 500, every path point but the empty one), and its
+    likelihood can fall as edges are added, which breaks the criterion."""
+    Z = (np.asarray(X, dtype=float) - est.location_) / est.scale_
+    S = pairwise_covariance(Z)
+    n, d = Z.shape
+    iu = np.triu_indices(d, 1)
+    k = len(est.alphas_)
+    edges, ll, crit = np.empty(k, int), np.empty(k), np.empty(k)
+    supports: list[list[int]] = []
+    for j in range(k):
+        Pz = est.path_[j] * np.outer(est.scale_, est.scale_)
+        support = np.abs(Pz) > est.threshold
+        edges[j] = int(support[iu].sum())
+        supports.append(np.flatnonzero(support[iu]).tolist())
+        ll[j] = observed_loglik(gaussian_support_refit(S, support), np.zeros(d), Z)
+        crit[j] = extended_bic(ll[j], edges[j], n, d, gamma)
+    return {"alphas": np.asarray(est.alphas_), "ebic": crit, "loglik": ll, "n_edges": edges,
+            "gamma": float(gamma), "supports": supports}
+
+
+def one_se_index(mean, std, n_folds: int) -> int:
+    """The one-standard-error rule on a path ordered from the largest penalty (sparsest) down:
+    the first (sparsest) point whose mean CV loss is within one standard error
+    (std / sqrt(n_folds)) of the minimum."""
+    mean = np.where(np.isfinite(mean), mean, np.inf)
+    best = int(np.argmin(mean))
+    se = float(np.asarray(std)[best]) / np.sqrt(n_folds)
+    return int(np.flatnonzero(mean <= mean[best] + se)[0])
+
+
 class MissingScoreGGMCV(BaseEstimator):
-    """:class:`MissingScoreGGM` with the penalty chosen by K-fold cross-validation.
+    """:class:`MissingScoreGGM` with the penalty chosen along its path: by K-fold
+    cross-validation (``selection="cv"``, default; ``"cv-1se"``) or by extended BIC
+    (``selection="ebic"``, one path fit instead of K + 1).
 
     The path's penalties come from a fit on all rows (``alpha_max`` down to
     ``alpha_max * eps``, ``alphas`` log-spaced points, or the given list). For each fold the
@@ -67,6 +189,18 @@ class MissingScoreGGMCV(BaseEstimator):
     (measured: F1 about 0.2 against 0.6-0.7 at the best penalty on star / random sparse graphs,
     d = 20, n = 500, 30% MCAR; the support refit reaches 0.4-0.67, docs/missing_score.md).
 
+    With ``selection="ebic"`` the path is fitted once on all rows and each point's edge set is
+    refitted without penalty (as above, on all rows) and scored by
+    ``-2 loglik + |E| log n + 4 gamma |E| log d``, ``loglik`` the observed-data Gaussian
+    log-likelihood (:func:`observed_loglik`, each row on its observed coordinates).
+
+    ``path_polish`` full-batch steps at every penalty make each path point a converged fit at
+    that penalty: without them, minibatch noise lifts spurious entries just above
+    ``threshold`` and every rule scores noisy edge sets (on star graphs, d = 20, n = 500,
+    30% MCAR, the best F1 on the path rose from 0.67 to 0.94 with 3 steps). The returned
+    estimate is then exactly the path point at ``alpha_`` (no extra polish), the fit the rule
+    scored.
+
     Parameters
     ----------
     method : str
@@ -79,6 +213,13 @@ class MissingScoreGGMCV(BaseEstimator):
         Number of folds (rows shuffled with ``random_state``).
     refit : {"support", None}
         How a path point is scored on the held-out rows (see above).
+    selection : {"cv", "cv-1se", "ebic"}
+        The rule: CV minimum, the sparsest penalty within one standard error of it, or the
+        extended-BIC minimum.
+    ebic_gamma : float
+        Extended-BIC gamma (0 = BIC; 0.5 is Foygel & Drton's default).
+    path_polish : int
+        Full-batch proximal steps at every penalty of every fit (``n_iter_path_polish``).
     positive_definite, pd_floor, random_state :
         As :class:`MissingScoreGGM`.
     ggm_params : dict or None
@@ -88,8 +229,10 @@ class MissingScoreGGMCV(BaseEstimator):
     ----------
     alpha_ : float, the chosen penalty.
     cv_alphas_ : (k,) the penalties tried, decreasing.
-    cv_results_ : dict with ``alphas``, ``mean_test_loss``, ``std_test_loss`` and
+    cv_results_ : (CV rules) dict with ``alphas``, ``mean_test_loss``, ``std_test_loss`` and
         ``split{i}_test_loss`` arrays.
+    ebic_results_ : (``selection="ebic"``) dict with ``alphas``, ``ebic``, ``loglik``,
+        ``n_edges`` and ``gamma`` (:func:`ebic_path`).
     best_estimator_ : the refitted :class:`MissingScoreGGM`; ``precision_``, ``covariance_``,
         ``location_``, ``scale_``, ``alphas_``, ``path_``, ``edge_scores_``,
         ``edge_presence_``, ``threshold``, ``n_features_in_`` are copied from it.
@@ -105,9 +248,13 @@ class MissingScoreGGMCV(BaseEstimator):
     """
 
     def __init__(self, method: str = "iw", *, alphas=20, eps: float = 0.03, cv: int = 5,
-                 refit: str | None = "support", positive_definite: str | None = None,
+                 refit: str | None = "support", selection: str = "cv", path_polish: int = 3,
+                 ebic_gamma: float = 0.5, positive_definite: str | None = None,
                  pd_floor: float = 1e-3, ggm_params: dict | None = None, random_state=None):
         self.method = method
+        self.selection = selection
+        self.path_polish = path_polish
+        self.ebic_gamma = ebic_gamma
         self.alphas = alphas
         self.eps = eps
         self.cv = cv
@@ -124,10 +271,12 @@ class MissingScoreGGMCV(BaseEstimator):
 
     def _ggm(self, **kw) -> MissingScoreGGM:
         params = dict(self.ggm_params or {})
-        bad = {"method", "alpha", "alpha_max", "n_alphas", "random_state"} & set(params)
+        bad = {"method", "alpha", "alpha_max", "n_alphas", "random_state",
+               "n_iter_path_polish"} & set(params)
         if bad:
             raise ValueError(f"ggm_params may not set {sorted(bad)}: they are chosen by the CV")
         params.update(kw)
+        params["n_iter_path_polish"] = int(self.path_polish)
         return MissingScoreGGM(method=self.method, random_state=self.random_state,
                                positive_definite=self.positive_definite,
                                pd_floor=self.pd_floor, **params)
@@ -142,10 +291,41 @@ class MissingScoreGGMCV(BaseEstimator):
             raise ValueError(f"cv must be >= 2 folds, got {self.cv!r}")
         if n < 2 * k:
             raise ValueError(f"{k}-fold CV needs at least {2 * k} rows, got {n}")
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"selection must be one of {SELECTIONS}, got {self.selection!r}")
+        if not (isinstance(self.ebic_gamma, int | float) and self.ebic_gamma >= 0):
+            raise ValueError(f"ebic_gamma must be a number >= 0, got {self.ebic_gamma!r}")
         if self.refit not in ("support", None):
             raise ValueError(f"refit must be 'support' or None, got {self.refit!r}")
         if not 0 < float(self.eps) < 1:
             raise ValueError(f"eps must lie in (0, 1), got {self.eps!r}")
+        grid = self._grid(Xn)
+        path_kw = {"alpha": float(grid[-1]), "alpha_max": float(grid[0]),
+                   "n_alphas": grid.size, "n_iter_polish": 0}
+        if int(self.path_polish) < 0:
+            raise ValueError(f"path_polish must be >= 0, got {self.path_polish!r}")
+        self.cv_alphas_ = grid
+        if self.selection == "ebic":
+            best = self._ebic(Xn, grid, path_kw)
+        else:
+            best = self._cv(Xn, grid, path_kw, k)
+        self.alpha_ = float(grid[best])
+        # with path polishing the path points are converged fits: the estimate is the point
+        # at alpha_ itself (no extra polish), the same fit the selection scored
+        extra = {"n_iter_polish": 0} if int(self.path_polish) > 0 else {}
+        final = self._ggm(alpha=self.alpha_, alpha_max=float(grid[0]), n_alphas=best + 1,
+                          **extra).fit(Xn)
+        self.best_estimator_ = final
+        for name in ("precision_", "covariance_", "location_", "scale_", "alphas_", "path_",
+                     "edge_scores_", "edge_presence_", "n_features_in_", "pd_shift_"):
+            setattr(self, name, getattr(final, name))
+        return self
+
+    def _grid(self, X) -> np.ndarray:
+        """The penalties of the path, decreasing (from a cheap fit on X when ``alphas`` is an
+        int)."""
+        Xc, obs, _ = check_missing_array(X)
+        Xn = np.where(obs, Xc, np.nan)
         if np.ndim(self.alphas) == 0:
             m = int(self.alphas)
             if m < 2:
@@ -159,8 +339,9 @@ class MissingScoreGGMCV(BaseEstimator):
             if not np.allclose(grid, np.geomspace(grid[0], grid[-1], grid.size), rtol=1e-6):
                 raise ValueError("a list of alphas must be log-spaced (the path is followed "
                                  "with warm starts on that grid), e.g. np.geomspace(1, 1e-3, 20)")
-        path_kw = {"alpha": float(grid[-1]), "alpha_max": float(grid[0]),
-                   "n_alphas": grid.size, "n_iter_polish": 0}
+        return grid
+
+    def _cv(self, Xn, grid, path_kw, k) -> int:
         folds = KFold(k, shuffle=True, random_state=self._fold_seed())
         losses = np.empty((k, grid.size))
         for i, (tr, te) in enumerate(folds.split(Xn)):
@@ -173,21 +354,18 @@ class MissingScoreGGMCV(BaseEstimator):
                 if self.refit == "support":
                     Pz = support_refit(S, np.abs(Pz) > est.threshold)
                 losses[i, j] = held_out_loss(Pz, np.zeros(Pz.shape[0]), Zte)
-        mean = losses.mean(axis=0)
-        best = int(np.argmin(np.where(np.isfinite(mean), mean, np.inf)))
-        self.cv_alphas_ = grid
-        self.alpha_ = float(grid[best])
-        self.cv_results_ = {"alphas": grid, "mean_test_loss": mean,
-                            "std_test_loss": losses.std(axis=0)}
+        mean, std = losses.mean(axis=0), losses.std(axis=0)
+        self.cv_results_ = {"alphas": grid, "mean_test_loss": mean, "std_test_loss": std}
         for i in range(k):
             self.cv_results_[f"split{i}_test_loss"] = losses[i]
-        final = self._ggm(alpha=self.alpha_, alpha_max=float(grid[0]),
-                          n_alphas=best + 1).fit(Xn)
-        self.best_estimator_ = final
-        for name in ("precision_", "covariance_", "location_", "scale_", "alphas_", "path_",
-                     "edge_scores_", "edge_presence_", "n_features_in_", "pd_shift_"):
-            setattr(self, name, getattr(final, name))
-        return self
+        if self.selection == "cv-1se":
+            return one_se_index(mean, std, k)
+        return int(np.argmin(np.where(np.isfinite(mean), mean, np.inf)))
+
+    def _ebic(self, Xn, grid, path_kw) -> int:
+        est = self._ggm(**path_kw).fit(Xn)
+        self.ebic_results_ = ebic_path(est, Xn, float(self.ebic_gamma))
+        return int(np.argmin(self.ebic_results_["ebic"]))
 
     def _fold_seed(self) -> int:
         rs = self.random_state

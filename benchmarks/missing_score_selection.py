@@ -1,0 +1,157 @@
+"""Issue 28's penalty-selection targets, every rule measured side by side on the same fits.
+
+Setting: d = 20, n = 500, 30% MCAR, star and random sparse (p_edge = 0.1) graphs. Per seed:
+
+- one 20-point penalty path (the grid MissingScoreGGMCV uses) on each of 5 CV folds and on
+  all rows;
+- the estimator at every penalty of the path (the fit MissingScoreGGMCV would return had it
+  chosen that penalty: path to it, then the polish): its F1 is the "path" curve, whose maximum
+  is the oracle;
+- the selection rules, all read from those same fits: CV minimum of the held-out score-matching
+  loss of the support refit (``cv-min``), the one-standard-error rule toward sparser penalties
+  (``cv-1se``), extended BIC (``ebic-<gamma>``, observed-data Gaussian log-likelihood of the
+  support refit on all rows);
+- sklearn's GraphicalLassoCV on mean-imputed standardised data.
+
+F1 is of the estimator's edge set (|P_ij| > threshold in standardised units) against the truth.
+Cells (one JSON per graph and seed) are kept under ``--cells`` so an interrupted run resumes.
+
+    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/missing_score_selection.py \
+        --seeds 0-4 5-9
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+
+def f1(P_std, adj, thr) -> float:
+    iu = np.triu_indices_from(adj, 1)
+    est, true = np.abs(P_std[iu]) > thr, adj[iu]
+    tp = int((est & true).sum())
+    return 0.0 if tp == 0 else 2 * tp / (int(est.sum()) + int(true.sum()))
+
+
+def problem(graph: str, seed: int, d=20, n=500, p_missing=0.3):
+    from icml25.missing_score import dense_precision, mcar_mask, sample_gaussian, star_precision
+
+    rng = np.random.default_rng(seed)
+    P, adj = star_precision(d, rng) if graph == "star" else dense_precision(d, rng, p_edge=0.1)
+    X = sample_gaussian(n, np.zeros(d), P, rng)
+    X[mcar_mask(X.shape, p_missing, rng)] = np.nan
+    return X, adj
+
+
+def cell(graph: str, seed: int, path_polish: int, old: dict | None, with_cv: bool) -> dict:
+    """One graph and seed; reuses what ``old`` (a stored cell) already has."""
+    from sklearn.covariance import GraphicalLassoCV
+
+    from icml25.missing_score import MissingScoreGGM, MissingScoreGGMCV
+    from icml25.missing_score.selection import ebic_path, extended_bic, one_se_index
+
+    X, adj = problem(graph, seed)
+    n, d = X.shape
+    c = dict(old or {})
+    if "f1_path" not in c:
+        grid = MissingScoreGGMCV(random_state=seed, path_polish=path_polish)._grid(X)
+        # the full-data path: the estimator MissingScoreGGMCV returns at each penalty
+        t0 = time.perf_counter()
+        full = MissingScoreGGM(alpha=float(grid[-1]), alpha_max=float(grid[0]),
+                               n_alphas=grid.size, n_iter_polish=0 if path_polish else 30,
+                               n_iter_path_polish=path_polish, random_state=seed).fit(X)
+        e = ebic_path(full, X, 0.0)
+        t_path = time.perf_counter() - t0
+        sc = np.outer(full.scale_, full.scale_)
+        Xm = np.where(np.isnan(X), np.nanmean(X, 0), X)
+        Xm = (Xm - Xm.mean(0)) / Xm.std(0)
+        g = GraphicalLassoCV().fit(Xm)
+        c.update({"graph": graph, "seed": seed, "path_polish": path_polish,
+                  "alphas": grid.tolist(),
+                  "f1_path": [f1(P * sc, adj, full.threshold) for P in full.path_],
+                  "loglik": e["loglik"].tolist(), "n_edges_path": e["n_edges"].tolist(),
+                  "supports": e["supports"],
+                  "choice": {}, "f1_glasso_cv": f1(g.precision_, adj, 1e-4),
+                  "seconds_path_ebic": t_path, "n_true_edges": int(adj.sum() // 2)})
+    for gamma in (0.0, 0.25, 0.5, 1.0):
+        v = [extended_bic(ll, k, n, d, gamma)
+             for ll, k in zip(c["loglik"], c["n_edges_path"], strict=True)]
+        c["choice"][f"ebic-{gamma:g}"] = int(np.argmin(v))
+    if with_cv and "cv-min" not in c["choice"]:
+        t0 = time.perf_counter()
+        cv = MissingScoreGGMCV(random_state=seed, selection="cv",
+                               path_polish=path_polish).fit(X)
+        c["seconds_cv"] = time.perf_counter() - t0
+        assert np.allclose(cv.cv_alphas_, c["alphas"])
+        r = cv.cv_results_
+        c["choice"]["cv-min"] = int(np.argmin(r["mean_test_loss"]))
+        c["choice"]["cv-1se"] = one_se_index(r["mean_test_loss"], r["std_test_loss"], cv.cv)
+        c["f1_cv_output"] = f1(cv.precision_ * np.outer(cv.scale_, cv.scale_), adj,
+                               cv.best_estimator_.threshold)
+    return c
+
+
+def parse_seeds(spec: str) -> list[int]:
+    if "-" in spec:
+        a, b = spec.split("-")
+        return list(range(int(a), int(b) + 1))
+    return [int(s) for s in spec.split(",")]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", nargs="+", default=["0-4"],
+                    help="seed groups, each summarised on its own (e.g. 0-4 5-9)")
+    ap.add_argument("--graphs", nargs="+", default=["star", "sparse"])
+    ap.add_argument("--cells", default="data/missing_score/selection_cells")
+    ap.add_argument("--recompute", action="store_true")
+    ap.add_argument("--tag", default="_mle",
+                    help="suffix of the cells folder (the EBIC refit: _mle = Gaussian "
+                         "likelihood refit, the current code; '' = the score-matching refit "
+                         "of the first run, kept for the CV rules)")
+    ap.add_argument("--with-cv", action="store_true",
+                    help="also run the K-fold CV rules (about 10x the cost of the others)")
+    ap.add_argument("--path-polish", type=int, default=3,
+                    help="MissingScoreGGMCV path_polish (n_iter_path_polish of every fit)")
+    a = ap.parse_args()
+    out = Path(a.cells) / f"path_polish{a.path_polish}{a.tag}"
+    out.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    torch.set_num_threads(1)
+    for group in a.seeds:
+        seeds = parse_seeds(group)
+        print(f"\n== seeds {group} ==")
+        for graph in a.graphs:
+            cells = []
+            for s in seeds:
+                path = out / f"{graph}_seed{s}.json"
+                old = None if a.recompute or not path.exists() else json.loads(path.read_text())
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    c = cell(graph, s, a.path_polish, old, a.with_cv)
+                path.write_text(json.dumps(c))
+                cells.append(c)
+            oracle = np.mean([max(c["f1_path"]) for c in cells])
+            rules = sorted(set.intersection(*(set(c["choice"]) for c in cells)))
+            line = [f"{graph:6s} oracle {oracle:.3f}"]
+            for r in rules:
+                v = np.mean([c["f1_path"][c["choice"][r]] for c in cells])
+                line.append(f"{r} {v:.3f} ({v - oracle:+.3f})")
+            line.append(f"GraphicalLassoCV {np.mean([c['f1_glasso_cv'] for c in cells]):.3f}")
+            print("; ".join(line))
+            for c in cells:
+                print(f"  seed {c['seed']}: best k={int(np.argmax(c['f1_path']))} "
+                      f"F1 {max(c['f1_path']):.3f}; "
+                      + ", ".join(f"{r} k={c['choice'][r]} {c['f1_path'][c['choice'][r]]:.3f}"
+                                  for r in rules)
+                      + f"; glassoCV {c['f1_glasso_cv']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
