@@ -154,7 +154,7 @@ if [ -n "$wants_torch" ]; then
 fi
 if [ -n "$extras" ]; then run "${pip[@]}" -e ".[$extras]"; else run "${pip[@]}" -e .; fi
 if [ -n "$wants_torch" ] && [ -z "$dry" ]; then
-  "$py" -c 'import torch; print(f"torch {torch.__version__} installed (CUDA: {torch.version.cuda or "none"})")' \
+  "$py" -c "import torch; print(f'torch {torch.__version__} installed (CUDA: {torch.version.cuda or None})')" \
     || echo "warning: torch does not import" >&2
 fi
 [ -n "$dry" ] || touch "$stamp"
