@@ -96,7 +96,10 @@ def reproduce(
     skipped = {u.name: u.why for u in cannot}  # listed in the report and below the summary
 
     mode = "full" if full else "quick"
-    summary = Table("experiment", "status", "verdicts", "wall time")
+    summary = Table()
+    summary.add_column("experiment", no_wrap=True)  # the name a user types again: never broken
+    for column in ("status", "verdicts", "wall time"):
+        summary.add_column(column)
     failed = 0
     for exp in chosen:
         console.print(f"[bold]running[/] {exp.name} ({mode})")
