@@ -77,14 +77,17 @@ HETERO_METHODS = (MethodSpec("CRC", "crc"), MethodSpec("RCPS", "rcps"), MethodSp
                   MethodSpec("OFF", "bq", n_draws=500, exact=False, variant="official"))
 
 
-def test_heteroskedastic_rank_path_equals_the_search(hetero):
-    cal_idx = random_subsets(hetero.size, 100, 400, np.random.default_rng(2))
-    fast = run_heteroskedastic(hetero, 100, 400, 0.1, 0.95, HETERO_METHODS, cal_idx=cal_idx)
-    slow = run_heteroskedastic(hetero, 100, 400, 0.1, 0.95, HETERO_METHODS, cal_idx=cal_idx,
-                               exact_path=False)
-    for m in HETERO_METHODS:
+def _same(fast, slow, methods):
+    for m in methods:
         assert np.array_equal(fast[m.label]["lambda"], slow[m.label]["lambda"]), m.label
         assert np.allclose(fast[m.label]["risk"], slow[m.label]["risk"])
+
+
+def test_heteroskedastic_rank_path_equals_the_search(hetero):
+    cal_idx = random_subsets(hetero.size, 100, 400, np.random.default_rng(2))
+    args = (hetero, 100, 400, 0.1, 0.95, HETERO_METHODS)
+    _same(run_heteroskedastic(*args, cal_idx=cal_idx),
+          run_heteroskedastic(*args, cal_idx=cal_idx, exact_path=False), HETERO_METHODS)
 
 
 def test_heteroskedastic_simulation_agrees_with_the_exact_rates(hetero):
@@ -112,12 +115,9 @@ def pool():
 
 def test_binomial_table_path_equals_the_search(pool):
     cal_idx = random_subsets(pool.shape[0], 10, 600, np.random.default_rng(6))
-    fast = run_binomial(pool, 10, 600, 0.4, 0.95, BINOM_METHODS, cal_idx=cal_idx)
-    slow = run_binomial(pool, 10, 600, 0.4, 0.95, BINOM_METHODS, cal_idx=cal_idx,
-                        exact_path=False)
-    for m in BINOM_METHODS:
-        assert np.array_equal(fast[m.label]["lambda"], slow[m.label]["lambda"]), m.label
-        assert np.allclose(fast[m.label]["risk"], slow[m.label]["risk"])
+    args = (pool, 10, 600, 0.4, 0.95, BINOM_METHODS)
+    _same(run_binomial(*args, cal_idx=cal_idx),
+          run_binomial(*args, cal_idx=cal_idx, exact_path=False), BINOM_METHODS)
 
 
 def test_binomial_simulation_agrees_with_the_exact_rates(pool):

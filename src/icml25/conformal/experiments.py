@@ -31,7 +31,7 @@ from icml25.conformal.simulate import (
     run_multilabel,
 )
 from icml25.core import Outcome, RunContext, experiment, new_figure
-from icml25.core.verdicts import AtMost, Close, Overlap
+from icml25.core.verdicts import Close, Overlap
 
 PAPER = "Snell & Griffiths (ICML 2025), Conformal Prediction as Bayesian Quadrature"
 COLORS = {"CRC": "#D55E00", "RCPS": "#009E73", "BQ": "#0072B2"}
@@ -351,7 +351,11 @@ def heteroskedastic(ctx: RunContext) -> Outcome:
                f"official indexing {100 * off[:, 0].min():.2f}-{100 * off[:, 0].max():.2f}% "
                f"(exact {100 * seed_exact[:, 0].min():.2f}-{100 * seed_exact[:, 0].max():.2f}%), "
                f"paper indexing {100 * off[:, 1].min():.2f}-{100 * off[:, 1].max():.2f}% "
-               f"(exact {100 * seed_exact[:, 1].min():.2f}-{100 * seed_exact[:, 1].max():.2f}%).",
+               f"(exact {100 * seed_exact[:, 1].min():.2f}-{100 * seed_exact[:, 1].max():.2f}%). "
+               "The two indexings coincide here: the calibration scores are taken in sorted "
+               "order, so the first loss is 0 and, for 0/1 losses, (l_1 + B, ..., 0) and "
+               "(l_1, ..., B) are the same multiset (the authors' code takes the points in random "
+               "order, where the first loss is 1 in k/n of the cases).",
                "Interval lengths depend on the generated pool (ours: numpy, the authors': JAX "
                "key 0); the tolerance includes the pool-to-pool SD of the exact mean length over "
                f"{s['extra_pools']} extra pools."],
@@ -440,13 +444,11 @@ def multilabel(ctx: RunContext) -> Outcome:
                 # On other data CRC's failure rate is not the paper's number: no verdict.
                 rule, note = None, note + " (different data: no verdict)"
             else:
-                # What carries over to any data is the guarantee: at most 1 - beta of the
-                # calibration sets fail (up to 3 binomial SE of this run).
-                cap = 1 - s["beta"]
-                bound = 100 * (cap + 3 * math.sqrt(cap * (1 - cap) / t))
-                rule = AtMost(bound=round(bound, 3))
-                note = (f"different data: judged on the guarantee, failure rate <= 1 - beta = "
-                        f"{100 * cap:g}% (+3 SE: {bound:.2f}%)")
+                # What carries over to other data is what the guarantee sets: about 1 - beta
+                # (BQ) or about 0 (RCPS) of the calibration sets fail (the realised FNR on a
+                # finite test set adds a little on top, here as in the paper).
+                note += (" (different data: judged because this rate is set by the guarantee, "
+                         "not by the data)")
         comps.append(ctx.compare(label, _pct(sm[key].failure_rate), scale=scale, rule=rule,
                                  note=f"{_ci_text(sm[key])}; {note}"))
     for key in ("CRC", "RCPS", "BQ"):
