@@ -92,6 +92,71 @@ def setup(url: str, tmp: Path, n_papers: int) -> dict:
             "chair": tokens[cast.chair]}
 
 
+class RawResponse:
+    def __init__(self, status: int, body: bytes) -> None:
+        self.status_code, self.content = status, body
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+
+class RawClient:
+    """One user's keep-alive HTTP/1.1 connection on asyncio streams, with httpx's ``get`` /
+    ``post`` signature. The load generator shares the server's cores: httpx's async client
+    costs ~5-7 ms of CPU per request on these machines (about what the server spends), this
+    one a fraction of that, so more of the CPU goes to what is measured."""
+
+    def __init__(self, port: int, prefix: str = "/api/v1", timeout: float = 30.0) -> None:
+        self.port, self.prefix, self.timeout = port, prefix, timeout
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def get(self, path: str, headers: dict[str, str]) -> RawResponse:
+        return await asyncio.wait_for(self._send("GET", path, headers, b""), self.timeout)
+
+    async def post(self, path: str, headers: dict[str, str], json: dict) -> RawResponse:
+        body = _json_dumps(json).encode()
+        return await asyncio.wait_for(self._send(
+            "POST", path, headers | {"Content-Type": "application/json"}, body), self.timeout)
+
+    async def _send(self, method: str, path: str, headers: dict[str, str],
+                    body: bytes) -> RawResponse:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        try:
+            head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            self.writer.write(f"{method} {self.prefix}{path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              f"Content-Length: {len(body)}\r\n{head}\r\n".encode() + body)
+            raw = await self.reader.readuntil(b"\r\n\r\n")
+            first, *rows = raw.decode("latin-1").split("\r\n")
+            fields = {k.strip().lower(): v.strip()
+                      for k, _, v in (r.partition(":") for r in rows if r)}
+            if fields.get("transfer-encoding") == "chunked":
+                data = b""
+                while (size := int((await self.reader.readline()).strip(), 16)):
+                    data += await self.reader.readexactly(size + 2)
+                    data = data[:-2]
+                await self.reader.readline()
+            else:
+                data = await self.reader.readexactly(int(fields.get("content-length", 0)))
+            if fields.get("connection") == "close":
+                await self.aclose()
+            return RawResponse(int(first.split()[1]), data)
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.reader = self.writer = None
+
+
+def _json_dumps(obj: dict) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
 async def user(client: httpx.AsyncClient, plan: dict, until: float, rng: random.Random,
                lat: dict[str, list[float]], errors: list[str], think: float = 0.0) -> None:
     n = 0
@@ -122,7 +187,7 @@ async def user(client: httpx.AsyncClient, plan: dict, until: float, rng: random.
                     "comprehension": 1 + n % 5, "constructiveness": 1 + n % 5})
             if r.status_code != 200:
                 errors.append(f"{kind} {r.status_code} {r.text[:120]}")
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, OSError, asyncio.IncompleteReadError, TimeoutError) as exc:
             kind = "error"
             errors.append(repr(exc))
         lat.setdefault(kind, []).append(time.perf_counter() - t0)
@@ -131,9 +196,17 @@ async def user(client: httpx.AsyncClient, plan: dict, until: float, rng: random.
 
 
 async def drive(port: int, plan: dict, users: int, seconds: float,
-                think: float = 0.0) -> tuple[dict, list]:
+                think: float = 0.0, client: str = "httpx") -> tuple[dict, list]:
     lat: dict[str, list[float]] = {}
     errors: list[str] = []
+    if client == "raw":
+        clients = [RawClient(port) for _ in range(users)]
+        until = time.perf_counter() + seconds
+        await asyncio.gather(*(user(c, plan, until, random.Random(i), lat, errors, think)
+                               for i, c in enumerate(clients)))
+        for c in clients:
+            await c.aclose()
+        return lat, errors
     limits = httpx.Limits(max_connections=users, max_keepalive_connections=users)
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}/api/v1", timeout=30,
                                  limits=limits) as client:
@@ -326,6 +399,29 @@ def start_server(url: str, tmp: Path, workers: int, log: str = os.devnull,
     return server, port
 
 
+def cpu_seconds(group: int, database: str | None = None) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by the server's process group and, if named,
+    by the PostgreSQL backends serving ``database`` (from /proc; Linux only). CPU per request
+    depends far less on what else the machine runs than throughput does."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {"server": 0.0, "postgres": 0.0}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        used = (int(fields[11]) + int(fields[12])) / tick
+        if int(fields[2]) == group:
+            out["server"] += used
+        elif database and cmd.startswith("postgres:") and f" {database} " in cmd:
+            out["postgres"] += used
+    return out
+
+
 def kill_server(server: subprocess.Popen) -> None:
     """SIGKILL the whole group: uvicorn's workers outlive a killed parent."""
     try:
@@ -341,6 +437,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--papers", type=int, default=8, help="per venue (4 reviewers, load 6)")
+    ap.add_argument("--client", choices=("httpx", "raw"), default="httpx",
+                    help="load generator: httpx's async client (one pool for all users) or a "
+                    "raw keep-alive connection per user (far less client CPU)")
     ap.add_argument("--think", type=float, default=0.0,
                     help="mean seconds a user waits between requests (0: saturation test)")
     ap.add_argument("--server-log", default=os.devnull, help="server stderr goes here")
@@ -367,8 +466,12 @@ def main() -> None:
             if args.burst:
                 res = run_burst(port, plan, args.burst, args.rounds)
             else:
+                cpu0, own0 = cpu_seconds(server.pid, None if args.sqlite else name), \
+                    time.process_time()
                 lat, errors = asyncio.run(drive(port, plan, args.users, args.seconds,
-                                                args.think))
+                                                args.think, args.client))
+                cpu1, own1 = cpu_seconds(server.pid, None if args.sqlite else name), \
+                    time.process_time()
             kill_server(server)
             server = None
     finally:
@@ -382,7 +485,8 @@ def main() -> None:
         report_burst(res, args.burst, args.rounds, args.workers, backend)
         return
     total = sum(len(v) for v in lat.values())
-    print(f"{args.users} users (think {args.think:g} s), {args.seconds:.0f} s, "
+    print(f"{args.users} users (think {args.think:g} s, {args.client} client), "
+          f"{args.seconds:.0f} s, "
           f"{args.workers} workers, {backend}: "
           f"{total} requests ({total / args.seconds:.0f}/s), {len(errors)} errors")
     for kind, xs in sorted(lat.items()):
@@ -391,6 +495,10 @@ def main() -> None:
               f"p95 {np.percentile(ms, 95):7.1f} ms  p99 {np.percentile(ms, 99):7.1f} ms")
     for e in errors[:5]:
         print("  error:", e)
+    views = len(lat.get("view", [])) / args.seconds
+    print(f"CPU per request: server {(cpu1['server'] - cpu0['server']) / total * 1000:.2f} ms, "
+          f"PostgreSQL {(cpu1['postgres'] - cpu0['postgres']) / total * 1000:.2f} ms, "
+          f"client {(own1 - own0) / total * 1000:.2f} ms; views {views:.0f}/s")
     view_p95 = np.percentile(np.array(lat.get("view", [0])) * 1000, 95)
     print(f"page-view p95 {view_p95:.1f} ms (target < 300 ms): "
           f"{'met' if view_p95 < 300 else 'NOT met'}; errors: {len(errors)} (target 0)")

@@ -44,9 +44,11 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app = FastAPI(title="icml25 review", docs_url=None, redoc_url=None, openapi_url=None,
                   lifespan=lifespan)
     app.state.settings, app.state.engine, app.state.maker = settings, engine, maker
-    app.include_router(pages())
     api_app = api(settings, maker)
+    # the API first: a route table is matched in order, one route after the other, and the
+    # API's requests (most of them under load) then skip the ~40 page routes
     app.mount("/api/v1", api_app)
+    app.include_router(pages())
     _handlers(app, html=True)
     _handlers(api_app, html=False)
     from icml25.review.admission import install  # bounded concurrency, fast 503 (issue 22)
