@@ -194,7 +194,7 @@ def _coverage(reps, n, n_boot, seed, alphas=ALPHAS, beta=0.2, r2=0.2):
 def test_bootstrap_par_interval_coverage_fast():
     """A fast seeded version of the slow coverage test: 40 data sets (n = 600); a binomial
     40-draw sd at 0.95 is 0.034, so >= 0.85 (3 sd below) fails only for a broken interval
-    (measured 0.95-1.0)."""
+    (measured 1.0 / 1.0 / 1.0 at alpha 0.1 / 0.2 / 0.3: the PAR interval is conservative)."""
     cov = _coverage(40, 600, 200, seed=11)
     assert np.all(cov >= 0.85), cov
 
