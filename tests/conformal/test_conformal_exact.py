@@ -144,3 +144,13 @@ def test_official_indexing_depends_on_the_first_loss_and_dedup_keeps_it():
     alone = np.concatenate([spec.prob_below(a[:1]), spec.prob_below(a[50:51])])
     assert together[0] == alone[0] and together[50] == alone[1]
     assert together[0] != together[50]
+
+
+def test_binomial_with_many_histograms_falls_back_to_the_search(pool):
+    # n = 30 rows of 4 values: C(34, 4) = 46,376 histograms, more than the table is built for
+    cal_idx = random_subsets(pool.shape[0], 30, 50, np.random.default_rng(9))
+    methods = BINOM_METHODS[:1] + BINOM_METHODS[3:4]
+    out = run_binomial(pool, 30, 50, 0.2, 0.9, methods, cal_idx=cal_idx)
+    assert all(out[m.label]["exact"] is None for m in methods)
+    _same(out, run_binomial(pool, 30, 50, 0.2, 0.9, methods, cal_idx=cal_idx, exact_path=False),
+          methods)

@@ -50,6 +50,8 @@ class MethodSpec:
                              seed, self.exact if exact is None else exact, self.variant)
 
 
+_MAX_HISTOGRAMS = 20_000
+
 PAPER_METHODS = (
     MethodSpec("CRC", "crc"),
     MethodSpec("RCPS", "rcps"),
@@ -116,7 +118,8 @@ def run_binomial(pool: np.ndarray, n_cal: int, n_trials: int, alpha: float, beta
     pool_sorted = np.sort(pool.ravel())
     n_val = n_pool - n_cal
     codes = above = None
-    if exact_path and untied:
+    # The table has C(n + K, K) rows; past a few tens of thousands the bisection is cheaper.
+    if exact_path and untied and math.comb(n_cal + k, k) <= _MAX_HISTOGRAMS:
         codes, above = _binomial_histogram_codes(order, n_cal, k)
     out = {}
     for m in methods:
