@@ -41,7 +41,8 @@ padding:0 1em;color:#1b1b1b;line-height:1.45}
 h1{margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.6em 0} th,td{border:1px solid #ccc;padding:.3em .6em;
 text-align:left;vertical-align:top} th{background:#f3f3f3}
-td.n{text-align:right;font-variant-numeric:tabular-nums} td.name{white-space:nowrap}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.name{white-space:nowrap}
 code,pre{background:#f6f6f6;padding:.1em .3em;border-radius:3px}
 pre{padding:.6em;overflow-x:auto;white-space:pre-wrap} .failed{color:#b00020;font-weight:bold}
 .ok{color:#00703c} .meta{color:#555} .rule{display:block;color:#666;font-size:.8em}
