@@ -252,6 +252,7 @@ def _issue28_targets(graph: str, seeds, d=20, n=500, p_missing=0.3, selection="e
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # 10 data sets, two path fits each: ~10 min on a loaded 2-core box
 def test_issue28_selection_targets():
     """d = 20, n = 500, 30% MCAR, the 5 validation seeds 5-9 (the rule and its settings were
     chosen on seeds 0-4; docs/missing_score.md, 'Choosing the penalty'). The CLI's default,
