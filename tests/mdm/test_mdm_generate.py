@@ -188,7 +188,7 @@ def test_bad_arguments_are_refused_at_the_boundary(bert):
             generate(bert, x, **args)
     with pytest.raises(ValueError, match="pad_id"):
         generate(bert, [[5], [5, 6]], mask_id=MASK, gen_length=2, steps=2)
-    assert check_remask("conf:0.2") == Conf(eta=0.2)
+    assert check_remask("conf:0.2") == Conf(eta=0.2) and check_remask("conf") == Conf(eta=0.1)
     assert set(PLANNERS) == {"random", "top_prob", "top_margin", "entropy"}
 
 

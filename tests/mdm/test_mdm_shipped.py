@@ -43,12 +43,20 @@ def test_top_margin_solves_the_fixed_easy_set_and_random_order_does_not(model, f
     assert solved["top_margin"] >= 5 * max(solved["random"], 1)
 
 
-def test_remasking_decodes_as_well_as_plain_top_margin(model, fixed_set):
+def solved(model, puzzles, **kw) -> int:
+    return int(sudoku.is_solution_of(puzzles, solve_grids(model, puzzles, **kw)).sum())
+
+
+def test_remasking_on_the_trained_model_keeps_the_target(model, fixed_set):
     # before: re-predicting revealed cells in place (which the model was never trained to do)
-    # solved 0 of these puzzles; confidence-based remasking keeps within a few of plain top margin
+    # solved 0 of these puzzles. Measured here (docs/mdm/remask.json, whose first 40 easy
+    # puzzles are this set): 50 steps plain 27, cap (eta 0.05) 31; 20 steps plain 18,
+    # conf (eta 0.1) 22. The target: never worse than plain by more than 2 points (on 40
+    # puzzles: one puzzle); and at 20 steps conf remasking is at least as good as plain.
     puzzles, _ = fixed_set
-    plain = int(sudoku.is_solution_of(
-        puzzles, solve_grids(model, puzzles, planner="top_margin", steps=50)).sum())
-    remask = int(sudoku.is_solution_of(
-        puzzles, solve_grids(model, puzzles, planner="top_margin", steps=50, remask=True)).sum())
-    assert remask >= MIN_MARGIN_SOLVED - 3 and remask >= plain - 4, (remask, plain)
+    plain = solved(model, puzzles, steps=50)
+    cap = solved(model, puzzles, steps=50, remask="cap")
+    assert cap >= plain - 1 and cap >= MIN_MARGIN_SOLVED - 1, (cap, plain)
+    plain20 = solved(model, puzzles, steps=20)
+    conf20 = solved(model, puzzles, steps=20, remask="conf:0.1")
+    assert conf20 >= plain20, (conf20, plain20)

@@ -17,6 +17,8 @@ to stay masked after this step, the largest probability that keeps the schedule 
                (ReMDM-conf weights tokens by the softmax of minus that confidence; we take the
                lowest, deterministically)
 
+Defaults (cap 0.05, rescale 0.05, conf 0.1) are the settings measured on held-out Sudoku
+(``benchmarks/mdm_decoding_study.py``, docs/mdm.md); rescale was not measured there.
 Counts are rounded stochastically (unbiased). A revealed token is never re-predicted in place:
 models trained with the masked-diffusion loss are scored on masked positions only, so their
 output at a visible position means nothing; a remasked token is predicted afresh later.
@@ -98,7 +100,7 @@ class Rescale(_Schedule):
 class Conf(_Schedule):
     """ReMDM-conf: ``eta * sigma_max`` of the revealed tokens, the least confident first."""
 
-    eta: float = 0.05
+    eta: float = 0.1
 
     def weights(self, candidates, confidence, generator):
         return -confidence
