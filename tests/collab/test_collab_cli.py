@@ -3,6 +3,7 @@
 import json
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from icml25.collab.cli import app
@@ -86,7 +87,7 @@ def test_simulate_and_build_dataset_offline(tmp_path):
     conv = json.loads(r.stdout.strip().splitlines()[-1])
     assert conv["terminated"] and conv["failures"] == []
     assert [m["role"] for m in conv["messages"]] == ["user", "assistant"]
-    assert conv["messages"][1]["content"] == "You said: Can you help me?"
+    assert conv["messages"][1]["content"] == "You said: Can you help me? (echo)"
     with StubServer(responder=collab_responder) as srv:
         r = runner.invoke(app, ["build-dataset", str(f), "--out-dir", str(tmp_path / "ds"),
                                 "--model", f"openai:stub@{srv.url}", "--window", "1",
@@ -120,3 +121,59 @@ def test_item_positions_in_errors_count_from_one(tmp_path):
     conv.write_text(_json.dumps([{"history": [], "candidates": ["hi"]}, {"candidates": ["x"]}]))
     out = CliRunner().invoke(app, ["reward", str(conv)])
     assert out.exit_code == 2 and "error: item 2 lacks 'history'" in out.output, out.output
+
+
+def test_documented_offline_chain_build_dataset_then_train(tmp_path):
+    pytest.importorskip("trl")
+    runner = CliRunner()
+    r = runner.invoke(app, ["build-dataset", "builtin:document", "--out-dir",
+                            str(tmp_path / "ds")])
+    assert r.exit_code == 0, r.output
+    assert "3 DPO pairs" in r.output  # the echo backend's question beats its echo
+    r = runner.invoke(app, ["train", str(tmp_path / "ds" / "dpo.jsonl"), "--method", "dpo",
+                            "--base", "tiny", "--max-steps", "1", "--out-dir",
+                            str(tmp_path / "m")])
+    assert r.exit_code == 0, r.output
+
+
+def test_build_dataset_says_why_it_made_no_pairs(tmp_path):
+    r = CliRunner().invoke(app, ["build-dataset", "builtin:document", "--out-dir",
+                                 str(tmp_path / "ds"), "--min-gap", "5"])
+    assert r.exit_code == 0, r.output
+    assert "0 DPO pairs" in r.output
+    assert "no DPO pairs" in r.output and "largest MR gap" in r.output and "5" in r.output
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "has no rows"),
+    ('{"prompt": [\n', "not valid JSON"),
+    ('{"messages": []}\n', "row 1 lacks prompt, chosen, rejected"),
+])
+def test_train_rejects_unusable_files_with_one_line(tmp_path, content, message):
+    f = tmp_path / "rows.jsonl"
+    f.write_text(content)
+    r = CliRunner().invoke(app, ["train", str(f), "--out-dir", str(tmp_path / "m")])
+    assert r.exit_code == 2
+    assert message in r.output and "Traceback" not in r.output
+
+
+def test_train_rejects_a_base_model_path_that_does_not_exist(tmp_path):
+    f = tmp_path / "rows.jsonl"
+    f.write_text(json.dumps({"prompt": [{"role": "user", "content": "hi"}],
+                             "chosen": [{"role": "assistant", "content": "a"}],
+                             "rejected": [{"role": "assistant", "content": "b"}]}) + "\n")
+    r = CliRunner().invoke(app, ["train", str(f), "--out-dir", str(tmp_path / "m"),
+                                 "--base", str(tmp_path / "nowhere")])
+    assert r.exit_code == 2 and "local model directory" in r.output
+
+
+def test_evaluate_lm_on_the_shipped_models_and_a_missing_path(tmp_path):
+    pytest.importorskip("torch")
+    runner = CliRunner()
+    r = runner.invoke(app, ["evaluate-lm", "--n", "20", "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    assert set(res) >= {"sft", "w0/online_dpo", "w2/online_dpo"}
+    assert 0 <= res["sft"]["success_ci"][0] <= res["sft"]["success"] <= 1
+    r = runner.invoke(app, ["evaluate-lm", "--model", str(tmp_path / "nothing")])
+    assert r.exit_code == 2 and "error:" in r.output and "Traceback" not in r.output

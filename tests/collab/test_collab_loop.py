@@ -77,6 +77,17 @@ def test_batched_generation_equals_one_at_a_time(tiny_sft):
     assert all(isinstance(t, str) and t for t in batched)
 
 
+def test_cached_decoding_equals_rerunning_the_whole_prefix(tiny_sft):
+    from icml25.collab.policy import _decode_cached, _decode_full
+
+    g = torch.Generator().manual_seed(0)
+    prompts = [torch.randint(6, len(tiny_sft.tok), (int(n),), generator=g).tolist()
+               for n in (5, 17, 9, 30)]
+    tiny_sft.model.eval()
+    assert _decode_cached(tiny_sft.model, prompts, 12, 0.0, None) == \
+        _decode_full(tiny_sft.model, prompts, 12, 0.0, None)
+
+
 def test_a_conversation_longer_than_the_context_keeps_its_latest_turns(tiny_sft):
     task = TASKS[0]
     long = [{"role": "user", "content": "please " * 200},

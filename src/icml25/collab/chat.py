@@ -557,7 +557,12 @@ _SPEC_HELP = ("openai:NAME@URL (any OpenAI-compatible endpoint), openai:NAME (OP
 
 
 class _Echo:
-    """Offline ``scripted:echo`` replies: enough for a CLI smoke test without any model."""
+    """Offline ``scripted:echo`` replies: enough for a CLI smoke test without any model.
+
+    The assistant echoes the user, or asks one fixed question under the proactive system
+    prompt; the judge scores 1 when the judged follow-up contains an assistant question. So
+    ``build-dataset`` -> ``train`` runs offline end to end (pairs: the question over the echo).
+    """
 
     def user(self, msgs: list[dict[str, Any]]) -> str:
         if "Open the conversation" in (msgs[-1]["content"] or ""):
@@ -566,10 +571,17 @@ class _Echo:
 
     def assistant(self, msgs: list[dict[str, Any]]) -> str:
         last = next((m["content"] for m in reversed(msgs) if m["role"] == "user"), "")
-        return f"You said: {last[:200]}"
+        system = next((m["content"] or "" for m in msgs if m["role"] == "system"), "")
+        if "clarifying" in system:  # the proactive prompt: ask first, as a collaborator would
+            return "Before I start: what length, tone and format do you want?"
+        return f"You said: {last[:200]} (echo)"
 
     def judge(self, msgs: list[dict[str, Any]]) -> str:
-        return '{"thought": "scripted", "interactivity": 0.5}'
+        # A rule, not a judgement: a follow-up in which the assistant asked scores 1, else 0.
+        followup = (msgs[-1]["content"] or "").split("## Follow-up conversation to judge")[-1]
+        asked = any(line.startswith("**assistant**") and line.rstrip().endswith("?")
+                    for line in followup.splitlines())
+        return f'{{"thought": "scripted rule", "interactivity": {1.0 if asked else 0.0}}}'
 
 
 def load_chat_model(spec: str, *, max_concurrency: int = 16,

@@ -354,6 +354,46 @@ def build_dataset_cmd(
                  for i, c in enumerate(convs)), out_dir / "conversations.jsonl")
     typer.echo(f"{len(convs)} conversations, {len(turns)} scored turns: {n_dpo} DPO pairs "
                f"(gap >= {min_gap}), {n_sft} SFT rows in {out_dir}")
+    if n_dpo == 0:
+        typer.echo(_why_no_pairs(turns, min_gap), err=True)
+
+
+def _check_training_rows(rows: list[dict[str, Any]], method: str, path: Path) -> None:
+    """One clear error for a file that cannot train: empty, or rows of the wrong shape."""
+    if not rows:
+        hint = (" (build-dataset writes an empty dpo.jsonl when no turn's candidates differed "
+                "by --min-gap; it says so and why)" if method == "dpo" else "")
+        raise ValueError(f"{path} has no rows: nothing to train on{hint}")
+    need = ("prompt", "chosen", "rejected") if method == "dpo" else ("messages",)
+    for i, r in enumerate(rows, 1):
+        missing = [k for k in need if not isinstance(r, dict) or k not in r]
+        if missing:
+            raise ValueError(f"{path}: row {i} lacks {', '.join(missing)} (--method {method} "
+                             f"needs {', '.join(need)} in every row)")
+
+
+def _why_no_pairs(turns: list[Any], min_gap: float) -> str:
+    """Why a dataset has no DPO pairs, in one line a user can act on."""
+    gaps, unscored = [], 0
+    for t in turns:
+        valid = [x for x in t.scores if x == x]
+        unscored += len(valid) < 2
+        if len(valid) >= 2:
+            gaps.append(max(valid) - min(valid))
+    if not turns:
+        return "no DPO pairs: no turn was scored (every conversation ended at once)"
+    parts = [f"no DPO pairs: {len(turns)} scored turns"]
+    if gaps:
+        parts.append(f"the largest MR gap between a turn's candidates was {max(gaps):.3g} "
+                     f"(< --min-gap {min_gap})")
+    if unscored:
+        parts.append(f"{unscored} turns had fewer than two candidates with a valid MR "
+                     "(see failures in conversations.jsonl)")
+    same = sum(len(set(t.candidates)) < 2 for t in turns)
+    if same:
+        parts.append(f"in {same} turns every candidate was the same text (a model that "
+                     "ignores the system prompt, like scripted:echo, cannot make pairs)")
+    return "; ".join(parts)
 
 
 @app.command("train")
@@ -370,6 +410,10 @@ def train_cmd(
     beta: Annotated[float, typer.Option(help="DPO beta.")] = 0.1,
     batch_size: Annotated[int, typer.Option(help="Per-device batch size.")] = 2,
     gpu: Annotated[bool, typer.Option(help="Train on the GPU (bf16).")] = False,
+    lora_r: Annotated[int | None, typer.Option(help="Train LoRA adapters of this rank (peft) "
+                                                    "instead of every weight; the paper: 32.")
+                      ] = None,
+    lora_alpha: Annotated[int, typer.Option(help="LoRA alpha (the paper: 16).")] = 16,
 ) -> None:
     """Train with TRL on CPU (tiny model) or GPU (a local model) from exported JSONL."""
     if method not in ("dpo", "sft"):
@@ -381,6 +425,9 @@ def train_cmd(
 
     try:
         rows = read_jsonl(data)
+        _check_training_rows(rows, method, data)
+        if lora_r is not None and lora_r < 1:
+            raise ValueError(f"--lora-r must be >= 1, got {lora_r}")
         if base == "tiny":
             model, tok = tiny_causal_lm(_texts(rows))
         else:
@@ -392,7 +439,8 @@ def train_cmd(
             tok = AutoTokenizer.from_pretrained(base, local_files_only=True)
     except (ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
-    kw = {"max_steps": max_steps, "batch_size": batch_size, "use_cpu": not gpu}
+    kw = {"max_steps": max_steps, "batch_size": batch_size, "use_cpu": not gpu,
+          "lora_r": lora_r, "lora_alpha": lora_alpha}
     if gpu:
         kw["bf16"] = True
     if learning_rate is not None:
@@ -405,3 +453,92 @@ def train_cmd(
     tok.save_pretrained(out_dir)
     losses = [h["loss"] for h in out["log_history"] if "loss" in h]
     typer.echo(f"{method}: {out['global_step']} steps, losses {losses}; saved to {out_dir}")
+
+
+@app.command("train-lm")
+def train_lm_cmd(
+    out: Annotated[Path, typer.Option(help="Where the stage models go (sft/, w{w}/offline_dpo/, "
+                                           "w{w}/online_dpo/); an interrupted run resumes.")],
+    sft_steps: Annotated[int, typer.Option(help="SFT optimizer steps.")] = 2500,
+    rounds: Annotated[int, typer.Option(help="Online DPO rounds per window.")] = 6,
+    tasks_per_round: Annotated[int, typer.Option(help="Tasks sampled per online round.")] = 128,
+    windows: Annotated[str, typer.Option(help="MR windows of the ablation, comma-separated.")
+                       ] = "0,1,2",
+    seed: Annotated[int, typer.Option(help="Seed of the model and the training runs.")] = 0,
+    threads: Annotated[int | None, typer.Option(help="torch CPU threads (default: torch's).")
+                       ] = None,
+) -> None:
+    """Train the small policy LM through the CollabLLM loop: SFT, then offline and online DPO
+    on multiturn-aware rewards for each window (the shipped models' recipe)."""
+    try:
+        ws = tuple(int(w) for w in windows.split(","))
+        if sft_steps < 1 or rounds < 1 or tasks_per_round < 1 or min(ws) < 0:
+            raise ValueError("--sft-steps, --rounds and --tasks-per-round must be >= 1 and "
+                             "windows >= 0")
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    from icml25.core import require_extra
+
+    require_extra("torch", "torch")
+    import sys
+
+    import torch
+
+    from icml25.collab import lm_pipeline as lp
+
+    if threads:
+        torch.set_num_threads(threads)
+    recipe = lp.Recipe(seed=seed, sft_steps=sft_steps, online_rounds=rounds,
+                       tasks_per_round=tasks_per_round, windows=ws)
+    command = "icml25 collab " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
+    lp.train_pipeline(out, recipe, command=command or lp.SHIPPED_COMMAND,
+                      log=lambda m: typer.echo(m, err=True))
+    typer.echo(f"trained every stage into {out}; evaluate with "
+               f"`icml25 collab evaluate-lm --model {out}`")
+
+
+@app.command("evaluate-lm")
+def evaluate_lm_cmd(
+    model: Annotated[Path | None, typer.Option(help="A pipeline directory (from train-lm) or one "
+                                                    "stage's model directory; default: the "
+                                                    "shipped models.")] = None,
+    n: Annotated[int, typer.Option(help="Held-out tasks.")] = 300,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")
+                       ] = False,
+) -> None:
+    """Task success, interactivity, tokens and reward (95% intervals) of each stage on
+    held-out tasks, with the rule-based user."""
+    from icml25.core import require_extra
+
+    require_extra("torch", "torch")
+    from icml25.collab import lm_pipeline as lp
+    from icml25.collab import loop
+    from icml25.collab.policy import PolicyLM
+
+    if n < 1:
+        raise _fail("--n must be >= 1")
+    root = model or lp.SHIPPED_DIR
+    if not root.is_dir():
+        raise _fail(f"no such model directory: {root}")
+    try:
+        if (root / "model.safetensors").exists():
+            res = {root.name: loop.evaluate(PolicyLM.load(root), lp.held_out_tasks(n),
+                                            seed=seed)}
+        else:
+            windows = sorted(int(p.name[1:]) for p in root.glob("w*") if p.name[1:].isdigit())
+            res = lp.evaluate_pipeline(root, n_eval=n, seed=seed, windows=windows)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps({k: {m: v for m, v in r.items() if m != "examples"}
+                               for k, r in res.items()}, indent=2))
+        return
+    typer.echo(f"{'stage':<18} {'success':>20} {'interactivity':>20} {'tokens':>7}")
+    def rate(r: dict[str, Any], key: str) -> str:
+        lo, hi = r[f"{key}_ci"]
+        return f"{100 * r[key]:5.1f}% [{100 * lo:4.1f}, {100 * hi:4.1f}]"
+
+    for k, r in res.items():
+        typer.echo(f"{k:<18} {rate(r, 'success'):>20} {rate(r, 'interactivity'):>20} "
+                   f"{r['tokens']:7.1f}")

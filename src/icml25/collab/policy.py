@@ -111,36 +111,8 @@ class PolicyLM:
         prompts = [p if len(p) <= keep else [BOS, *p[len(p) - keep + 1:]] for p in prompts]
         was_training = self.model.training
         self.model.eval()
-        b = len(prompts)
-        lens = torch.tensor([len(p) for p in prompts])
-        budget = min(max_tokens, self.seq_len - int(lens.max()))
-        width = int(lens.max()) + budget
-        ids = torch.full((b, width), PAD, dtype=torch.long)
-        for i, p in enumerate(prompts):
-            ids[i, :len(p)] = torch.tensor(p)
-        done = torch.zeros(b, dtype=torch.bool)
-        out: list[list[int]] = [[] for _ in range(b)]
-        rows = torch.arange(b)
-        for _ in range(budget):
-            t = int(lens.max())
-            logits = self.model(ids[:, :t])[rows, lens - 1].float()
-            logits[:, [PAD, BOS, UNK]] = -float("inf")
-            if temperature <= 0:
-                nxt = logits.argmax(-1)
-            else:
-                probs = torch.softmax(logits / temperature, -1)
-                nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
-            nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
-            ids[rows, lens] = nxt
-            for i in torch.nonzero(~done).flatten().tolist():
-                if int(nxt[i]) == EOS or int(nxt[i]) in (USER, ASSISTANT):
-                    done[i] = True
-                else:
-                    out[i].append(int(nxt[i]))
-            lens = lens + (~done).long()
-            lens = torch.clamp(lens, max=width - 1)
-            if bool(done.all()):
-                break
+        budget = min(max_tokens, self.seq_len - max(len(p) for p in prompts))
+        out = _decode_cached(self.model, prompts, budget, temperature, generator)
         self.model.train(was_training)
         return [self.tok.decode(o) for o in out]
 
@@ -193,6 +165,104 @@ class PolicyLM:
             raise FileNotFoundError(f"no policy model in {directory} (vocab.json is missing)")
         tok = WordTokenizer(json.loads((directory / "vocab.json").read_text()))
         return cls(Transformer.load(directory), tok)
+
+
+def _attend(block, x: torch.Tensor, positions_mask: torch.Tensor,
+            cache: list[torch.Tensor] | None) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """One block on new positions ``x`` (B, t, d), attending to cached keys/values plus these.
+
+    ``positions_mask`` (B, 1, t, T_total) says which keys each new position may see.
+    """
+    b, t, d = x.shape
+    h = block.cfg.n_heads
+    q, k, v = block.qkv(block.ln1(x)).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+    att = F.scaled_dot_product_attention(q, k, v, attn_mask=positions_mask)
+    x = x + block.proj(att.transpose(1, 2).reshape(b, t, d))
+    return x + block.mlp(block.ln2(x)), [k, v]
+
+
+@torch.no_grad()
+def _decode_cached(model: Transformer, prompts: Sequence[list[int]], budget: int,
+                   temperature: float, generator: torch.Generator | None) -> list[list[int]]:
+    """Sample up to ``budget`` tokens after each prompt with a key/value cache.
+
+    Prompts are left-padded; each row's positions count from its first real token and padding
+    is masked out, so every row decodes exactly as it would alone (the model's learned
+    positions, causal attention).
+    """
+    if model.pos is None or model.groups:
+        raise ValueError("cached decoding needs learned positions and no position groups")
+    b, width = len(prompts), max(len(p) for p in prompts)
+    pad = torch.tensor([width - len(p) for p in prompts])
+    ids = torch.full((b, width), PAD, dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, width - len(p):] = torch.tensor(p)
+    col = torch.arange(width)
+    valid = col[None, :] >= pad[:, None]  # (B, T) real tokens
+    pos = (col[None, :] - pad[:, None]).clamp(min=0)
+    causal = col[None, :] <= col[:, None]  # (T, T): query row may see key column
+    mask = (causal[None] & valid[:, None, :])[:, None]
+    mask |= ~valid[:, None, :, None]  # padding queries see everything (their output is unused)
+    x = model.tok(ids) + model.pos(pos)
+    caches = []
+    for block in model.blocks:
+        x, kv = _attend(block, x, mask, None)
+        caches.append(kv)
+    logits = model.head(model.ln_f(x[:, -1]))
+    lens = torch.tensor([len(p) for p in prompts])
+    done = torch.zeros(b, dtype=torch.bool)
+    out: list[list[int]] = [[] for _ in range(b)]
+    for step in range(budget):
+        logits = logits.float()
+        logits[:, [PAD, BOS, UNK]] = -float("inf")
+        if temperature <= 0:
+            nxt = logits.argmax(-1)
+        else:
+            probs = torch.softmax(logits / temperature, -1)
+            nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+        for i in torch.nonzero(~done).flatten().tolist():
+            tok = int(nxt[i])
+            if tok in (EOS, USER, ASSISTANT):
+                done[i] = True
+            else:
+                out[i].append(tok)
+        if bool(done.all()) or step == budget - 1:
+            break
+        valid = torch.cat([valid, torch.ones(b, 1, dtype=torch.bool)], 1)
+        x = model.tok(nxt[:, None]) + model.pos((lens + step)[:, None])
+        step_mask = valid[:, None, None, :]
+        new = []
+        for block, kv in zip(model.blocks, caches, strict=True):
+            x, kv = _attend(block, x, step_mask, kv)
+            new.append(kv)
+        caches = new
+        logits = model.head(model.ln_f(x[:, -1]))
+    return out
+
+
+def _decode_full(model: Transformer, prompts: Sequence[list[int]], budget: int,
+                 temperature: float, generator: torch.Generator | None) -> list[list[int]]:
+    """The same sampling without a cache (the whole prefix re-run each step): the reference
+    that the cached decoder is tested against."""
+    out = []
+    for p in prompts:
+        seq, toks = list(p), []
+        for _ in range(budget):
+            logits = model(torch.tensor([seq]))[0, -1].float()
+            logits[[PAD, BOS, UNK]] = -float("inf")
+            if temperature <= 0:
+                tok = int(logits.argmax())
+            else:
+                probs = torch.softmax(logits / temperature, -1)
+                tok = int(torch.multinomial(probs, 1, generator=generator))
+            if tok in (EOS, USER, ASSISTANT):
+                break
+            toks.append(tok)
+            seq.append(tok)
+        out.append(toks)
+    return out
 
 
 def conversation_rows(conversation: Sequence[dict[str, Any]]
