@@ -191,3 +191,40 @@ def test_bad_inputs_get_clear_errors(tok, tiny_sft, tmp_path):
 
     with pytest.raises(ValueError, match="no DPO pairs"):
         loop.offline_dpo(Parrot(tiny_sft.model, tiny_sft.tok), same, loop.LoopConfig(window=0))
+
+
+def test_pipeline_trains_every_stage_resumes_and_stores_float16(tmp_path, monkeypatch):
+    from safetensors.torch import load_file
+
+    from icml25.collab import lm_pipeline as lp
+
+    recipe = lp.Recipe(sft_tasks=120, sft_steps=20, offline_tasks=48, online_rounds=1,
+                       tasks_per_round=24, windows=(1,), d_model=32, n_layers=1, n_heads=2,
+                       seq_len=80)
+    tasks = {t.request: t for t in world.make_tasks(recipe.offline_tasks, lp.TRAIN_SEED + 100)
+             + world.make_tasks(recipe.sft_tasks, lp.TRAIN_SEED)}
+
+    def scripted(self, conversations, *, temperature=1.0, max_tokens=32, generator=None):
+        out = []
+        for conv in conversations:  # ask, or deliver one option: pairs without long training
+            t = tasks[conv[0]["content"]]
+            k = int(torch.randint(4, (1,), generator=generator))
+            out.append(t.answer(t.goal) if len(conv) > 1 else
+                       t.spec.question if k == 3 else t.answer(t.spec.options[k]))
+        return out
+
+    monkeypatch.setattr(PolicyLM, "generate", scripted)
+    said = []
+    dirs = lp.train_pipeline(tmp_path, recipe, command="test", float16=True, log=said.append)
+    assert set(dirs) == {"sft", "w1/offline_dpo", "w1/online_dpo"}
+    assert len(said) == 3
+    for path in dirs.values():
+        card = lp.read_card(path)
+        assert card["command"] == "test" and card["recipe"]["sft_steps"] == 20
+        assert card["weights"].startswith("float16")
+        assert all(v.dtype == torch.float16 for v in load_file(path / "model.safetensors").values())
+        assert next(PolicyLM.load(path).model.parameters()).dtype == torch.float32
+    assert lp.read_card(dirs["w1/online_dpo"])["rounds"][0]["pairs"] > 0
+    said.clear()
+    lp.train_pipeline(tmp_path, recipe, command="test", log=said.append)
+    assert said == []  # every stage was there: nothing retrained

@@ -467,6 +467,9 @@ def train_lm_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the model and the training runs.")] = 0,
     threads: Annotated[int | None, typer.Option(help="torch CPU threads (default: torch's).")
                        ] = None,
+    float16: Annotated[bool, typer.Option("--float16", help="Store each stage's weights in "
+                                                            "half precision (what ships).")
+                       ] = False,
 ) -> None:
     """Train the small policy LM through the CollabLLM loop: SFT, then offline and online DPO
     on multiturn-aware rewards for each window (the shipped models' recipe)."""
@@ -491,7 +494,7 @@ def train_lm_cmd(
     recipe = lp.Recipe(seed=seed, sft_steps=sft_steps, online_rounds=rounds,
                        tasks_per_round=tasks_per_round, windows=ws)
     command = "icml25 collab " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
-    lp.train_pipeline(out, recipe, command=command or lp.SHIPPED_COMMAND,
+    lp.train_pipeline(out, recipe, command=command or lp.SHIPPED_COMMAND, float16=float16,
                       log=lambda m: typer.echo(m, err=True))
     typer.echo(f"trained every stage into {out}; evaluate with "
                f"`icml25 collab evaluate-lm --model {out}`")

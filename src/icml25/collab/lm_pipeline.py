@@ -27,7 +27,7 @@ from icml25.collab import loop, world
 from icml25.collab.policy import PolicyLM
 
 SHIPPED_DIR = Path(__file__).parent / "checkpoints" / "lm"
-SHIPPED_COMMAND = "icml25 collab train-lm --out src/icml25/collab/checkpoints/lm"
+SHIPPED_COMMAND = "icml25 collab train-lm --out src/icml25/collab/checkpoints/lm --float16"
 WINDOWS = (0, 1, 2)
 TRAIN_SEED, EVAL_SEED = 1, 2  # task seeds: training pool and held-out tasks never share a draw
 
@@ -80,8 +80,13 @@ def _save(policy: PolicyLM, path: Path, card: dict[str, Any]) -> None:
 
 
 def train_pipeline(out: str | Path, recipe: Recipe = Recipe(), *, command: str = "",
-                   log: Callable[[str], None] = print) -> dict[str, Path]:
-    """Run (or resume) every stage of ``recipe`` under ``out``; returns the stage directories."""
+                   float16: bool = False, log: Callable[[str], None] = print
+                   ) -> dict[str, Path]:
+    """Run (or resume) every stage of ``recipe`` under ``out``; returns the stage directories.
+
+    ``float16``: once every stage is trained (in float32 throughout), store each stage's
+    weights in half precision (what ships; they load back as float32).
+    """
     out = Path(out)
     dirs = stage_dirs(out, recipe.windows)
     base_card = {"recipe": dataclasses.asdict(recipe), "command": command}
@@ -120,6 +125,11 @@ def train_pipeline(out: str | Path, recipe: Recipe = Recipe(), *, command: str =
             _save(policy, on, {**base_card, "stage": "online_dpo", "window": w,
                                "rounds": rounds, "seconds": round(time.perf_counter() - t0, 1)})
             log(f"w={w} online DPO: pairs per round {[r['pairs'] for r in rounds]}")
+    if float16:
+        for path in dirs.values():
+            policy = PolicyLM.load(path)
+            policy.save(path, card={**read_card(path), "weights": "float16 (loads as float32)"},
+                        float16=True)
     return dirs
 
 

@@ -152,9 +152,17 @@ class PolicyLM:
         return (ce * m).sum() / m.sum().clamp(min=1.0)
 
     # ------------------------------------------------------------------ I/O
-    def save(self, directory: str | Path, card: dict[str, Any] | None = None) -> Path:
+    def save(self, directory: str | Path, card: dict[str, Any] | None = None, *,
+             float16: bool = False) -> Path:
+        """Weights, config (with ``card``) and vocabulary; ``float16`` halves the file (the
+        weights load back as float32)."""
         directory = Path(directory)
         self.model.save(directory, extra={"card": card or {}})
+        if float16:
+            from safetensors.torch import load_file, save_file
+
+            path = str(directory / "model.safetensors")
+            save_file({k: v.half().contiguous() for k, v in load_file(path).items()}, path)
         (directory / "vocab.json").write_text(json.dumps(self.tok.vocab))
         return directory
 
