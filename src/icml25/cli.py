@@ -71,10 +71,11 @@ def reproduce(
 
     from icml25.core import load_experiments, run_experiment, select, write_report
     from icml25.core.errors import MissingExtraError
+    from icml25.core.registry import rooms_for
     from icml25.core.registry import unavailable as unavailable_experiments
 
     console = Console()
-    load_experiments()
+    load_experiments(None if list_ else rooms_for(names or []))
     try:
         chosen = select(names or [])
     except KeyError as exc:

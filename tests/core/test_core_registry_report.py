@@ -134,3 +134,21 @@ def test_torch_threads_pinned_by_an_experiment_are_given_back(tmp_path):
         assert torch.get_num_threads() == before
     finally:
         unregister("toy-threads")
+
+
+def test_reproduce_imports_only_the_rooms_it_is_asked_for():
+    import subprocess
+    import sys
+
+    from icml25.core.registry import rooms_for
+
+    assert rooms_for(["conformal-binomial", "missing-score", "conformal"]) == (
+        "conformal", "missing_score")
+    assert rooms_for([]) is None and rooms_for(["no-such-thing"]) is None
+    code = ("import sys; from icml25.core.registry import load_experiments, rooms_for; "
+            "load_experiments(rooms_for(['conformal-binomial'])); "
+            "print(sorted(m for m in ('icml25.mdm.experiments', 'icml25.review.experiments', "
+            "'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"

@@ -134,13 +134,35 @@ def _subsystem_of(fn: Callable) -> str:
     return parts[1] if len(parts) > 2 and parts[0] == "icml25" else parts[0]
 
 
-def load_experiments() -> dict[str, str]:
-    """Import every subsystem's ``experiments`` module; return {subsystem: why unavailable}.
+def rooms_for(names: Iterable[str]) -> tuple[str, ...] | None:
+    """The subsystems holding the named experiments or subsystems, found without importing
+    anything (names are read from each room's source); None (all rooms) when ``names`` is
+    empty or a name is unknown, so selection reports it the usual way."""
+    names = list(names)
+    if not names:
+        return None
+    rooms: list[str] = []
+    for name in names:
+        key = _key(name)
+        room = next((r for r in SUBSYSTEMS if _key(r) == key), None) or next(
+            (r for r in SUBSYSTEMS if any(_key(n) == key for n, _ in declared_experiments(r))),
+            None)
+        if room is None:
+            return None
+        rooms.append(room)
+    return tuple(dict.fromkeys(rooms))
+
+
+def load_experiments(rooms: Iterable[str] | None = None) -> dict[str, str]:
+    """Import the ``experiments`` module of ``rooms`` (default: every subsystem); return
+    {subsystem: why unavailable}.
 
     The experiments a room declares are still listed (:func:`unavailable`) when the room
-    cannot be imported: their names are read from its source, without running it.
+    cannot be imported: their names are read from its source, without running it. Importing
+    only the rooms a command names keeps ``reproduce conformal-binomial`` from paying for
+    torch and the other rooms at start-up.
     """
-    for room in SUBSYSTEMS:
+    for room in SUBSYSTEMS if rooms is None else [r for r in SUBSYSTEMS if r in set(rooms)]:
         module = f"icml25.{room}.experiments"
         try:
             importlib.import_module(module)
