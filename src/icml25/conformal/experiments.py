@@ -31,6 +31,7 @@ from icml25.conformal.simulate import (
     run_multilabel,
 )
 from icml25.core import Outcome, RunContext, experiment, new_figure
+from icml25.core.figures import legend_outside
 from icml25.core.verdicts import Close, Overlap
 
 PAPER = "Snell & Griffiths (ICML 2025), Conformal Prediction as Bayesian Quadrature"
@@ -232,7 +233,7 @@ def _binomial_figures(ctx: RunContext, out: dict, s: dict) -> None:
     ax.set_xlabel("chosen lambda")
     ax.set_ylabel("trials")
     ax.set_title("Binomial loss: chosen lambda (paper Fig. 3)")
-    ax.legend(fontsize=8)
+    legend_outside(ax, "below", fontsize=8)
     ctx.save_figure(fig, "binomial_lambda_hist")
 
     cal = out["_calibration"][0]
@@ -247,7 +248,7 @@ def _binomial_figures(ctx: RunContext, out: dict, s: dict) -> None:
     ax.set_xlabel("L+ (upper bound on the risk)")
     ax.set_ylabel("density")
     ax.set_title("Posterior of L+ for one calibration set (paper Fig. 4)")
-    ax.legend(fontsize=7)
+    legend_outside(ax, "below", fontsize=7)
     ctx.save_figure(fig, "binomial_posterior_density")
 
 
@@ -385,7 +386,7 @@ def _hetero_figures(ctx: RunContext, out: dict, y: np.ndarray, s: dict) -> None:
     ax.set_xlabel("lambda (interval half-width)")
     ax.set_ylabel("risk bound")
     ax.set_title("Risk vs lambda for one calibration set (dotted: chosen lambda)")
-    ax.legend(fontsize=7)
+    legend_outside(ax, "below", fontsize=7)
     ctx.save_figure(fig, "heteroskedastic_risk_vs_lambda")
 
     res = calibrate(losses, grid, s["alpha"], s["beta"], "bq")
@@ -401,7 +402,7 @@ def _hetero_figures(ctx: RunContext, out: dict, y: np.ndarray, s: dict) -> None:
     ax.axvline(s["alpha"], color="black", linestyle="--")
     ax.set_xlabel("realised risk (miscoverage on the 5,000 held-out points)")
     ax.set_ylabel("trials")
-    ax.legend(fontsize=8)
+    legend_outside(ax, "below", fontsize=8)
     ctx.save_figure(fig, "heteroskedastic_realised_risk")
 
 
@@ -485,7 +486,7 @@ def _multilabel_figures(ctx: RunContext, out: dict, scores, labels, s: dict) -> 
     ax.set_xlabel("lambda (set = classes with score >= lambda)")
     ax.set_ylabel("false-negative rate bound")
     ax.set_title("Multilabel FNR: risk vs lambda, one calibration set")
-    ax.legend(fontsize=7)
+    legend_outside(ax, "below", fontsize=7)
     ctx.save_figure(fig, "multilabel_risk_vs_lambda")
 
     fig, ax = new_figure(size=(5.2, 3.4))
@@ -494,5 +495,5 @@ def _multilabel_figures(ctx: RunContext, out: dict, scores, labels, s: dict) -> 
     ax.axvline(s["alpha"], color="black", linestyle="--")
     ax.set_xlabel("realised FNR on the test images")
     ax.set_ylabel("trials")
-    ax.legend(fontsize=8)
+    legend_outside(ax, "below", fontsize=8)
     ctx.save_figure(fig, "multilabel_realised_risk")

@@ -12,6 +12,7 @@ import dataclasses
 import tempfile
 
 from icml25.core import Outcome, RunContext, experiment, new_figure
+from icml25.core.figures import legend_outside
 from icml25.core.verdicts import Direction, Overlap
 
 PAPER = ("Kim, Shah, Kontonis, Kakade & Chen (ICML 2025), Train for the Worst, Plan for the Best: "
@@ -180,7 +181,7 @@ def _steps_sweep(ctx: RunContext, model, sudoku, n: int) -> dict:
            title=f"Sudoku, {n} held-out easy puzzles")
     ax.set_xticks(grid, [str(g) for g in grid])
     ax.minorticks_off()  # the log axis's own minor labels would overprint ours
-    ax.legend()
+    legend_outside(ax, "below")
     ctx.save_figure(fig, "accuracy_vs_steps")
     return {"steps": grid, **curves}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from icml25.core import Outcome, RunContext, experiment, new_figure
+from icml25.core.figures import legend_outside
 from icml25.core.verdicts import AtLeast, AtMost, Close, Direction, Same
 
 PAPER = "Givens, Liu & Reeve (ICML 2025), Score Matching with Missing Data"
@@ -94,7 +95,7 @@ def truncated_gaussian(ctx: RunContext) -> Outcome:
     ax.set(xlabel="n", ylabel="Fisher divergence to the truth (median, IQR)",
            title=f"Truncated Gaussian d={s['d']}, missingness {s['p_missing']}")
     ax.set_yscale("log")
-    ax.legend()
+    legend_outside(ax, "below")
     ctx.save_figure(fig, "truncated_gaussian_fd")
     best = min(s["methods"], key=lambda m: med[m][0])
     ratio_z = float(med["zeroed"][-1] / med["iw"][-1]) if "zeroed" in med else float("nan")
@@ -222,7 +223,7 @@ def star_auc(ctx: RunContext) -> Outcome:
         ax.plot(s["p_missing"], mean[m], ls, marker="o", label=LABELS[m])
     ax.set(xlabel="missing probability", ylabel="edge-recovery ROC AUC",
            title=f"Star graph d={s['d']}, n={s['n']}" + (", truncated" if s["truncate"] else ""))
-    ax.legend(fontsize=7)
+    legend_outside(ax, "below", fontsize=7)
     ctx.save_figure(fig, "star_auc_vs_missingness")
     overall = {m: float(np.nanmean(v)) for m, v in mean.items()}
     best = max(overall, key=overall.get)
@@ -278,7 +279,7 @@ def dimension_sweep(ctx: RunContext) -> Outcome:
            title=f"Star graph, missingness {s['p_missing']}, n={s['n']}")
     ax.minorticks_off()
     ax.set_xticks(s["ds"], [str(d) for d in s["ds"]])
-    ax.legend()
+    legend_outside(ax, "below")
     ctx.save_figure(fig, "auc_vs_dimension")
     gap = mean["variational"] - mean["iw"]
     scale = f"d in {s['ds']}, {s['reps']} rep(s), {s['n_alphas']} penalties"
