@@ -3,7 +3,7 @@ extra fails with one line naming it, commands that need none still work, and `re
 marks each experiment that cannot run here with its extra.
 
 The extras are hidden by an import hook that refuses their modules (as if never installed);
-building a real core-only environment is left to CI-sized checks.
+A slow test (`-m slow`) also builds a real core-only environment with `pip install .`.
 """
 
 from __future__ import annotations
@@ -169,3 +169,36 @@ def test_reproduce_skips_what_cannot_run_and_fails_when_nothing_can(tmp_path,
     heavy = CliRunner().invoke(app, ["reproduce", "toy-heavy", "--out", str(tmp_path)])
     assert heavy.exit_code == 1
     assert "error: toy-heavy cannot run here: needs the 'torch' extra" in heavy.output
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_real_core_only_install(tmp_path):
+    """`pip install .` into a fresh venv (no extras): the commands that need an extra say which,
+    in one line, with no traceback; a core command runs."""
+    import os
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    venv = tmp_path / "core"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
+           "--disable-pip-version-check"]
+    subprocess.run([*pip, str(root)], check=True, timeout=1500)
+    icml25 = str(venv / "bin" / "icml25")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def run(*args):
+        return subprocess.run([icml25, *args], capture_output=True, text=True, cwd=tmp_path,
+                              env=env, timeout=300)
+
+    for args, extra in ((["mdm", "solve", EASY], "torch"), (["review", "demo"], "review"),
+                        (["collab", "evaluate-lm"], "torch")):
+        r = run(*args)
+        assert r.returncode != 0, args
+        assert "Traceback" not in r.stderr and f"icml25[{extra}]" in r.stderr, (args, r.stderr)
+    listing = run("reproduce", "--list")
+    assert listing.returncode == 0 and "UNAVAILABLE" in listing.stdout
+    assert "icml25[torch]" in listing.stdout
+    ok = run("worstoff", "--help")
+    assert ok.returncode == 0
