@@ -304,5 +304,7 @@ def plot_coverage_over_time(results: dict, alpha: float, window: int = 200, ax=N
     ax.axhline(1 - alpha, color="black", linestyle="--", lw=1, label=f"1 - alpha = {1 - alpha:g}")
     ax.set_xlabel("time step")
     ax.set_ylabel(f"coverage, last {window} steps")
-    ax.legend(fontsize=8)
+    from icml25.core.figures import legend_outside
+
+    legend_outside(ax, "below", fontsize=8)
     return ax

@@ -360,7 +360,9 @@ class RiskPosterior:
                        label=f"{beta:g}-quantile = {self.quantile(beta):.3f}")
         ax.set_xlabel("risk")
         ax.set_ylabel("density")
-        ax.legend(fontsize=8)
+        from icml25.core.figures import legend_outside
+
+        legend_outside(ax, "below", fontsize=8)
         return ax
 
     def __getitem__(self, index) -> RiskPosterior:

@@ -212,5 +212,7 @@ def _figure(est, names, pcorr, path: Path, alpha_used: float, cv_report=None) ->
         ax3.axvline(alpha_used, color="k", ls=":", lw=1, label=f"chosen {alpha_used:.3g}")
         ax3.set(xscale="log", xlabel="L1 penalty")
         ax3.invert_xaxis()
-        ax3.legend(fontsize=8)
+        from icml25.core.figures import legend_outside
+
+        legend_outside(ax3, "below", fontsize=8)
     save_figure(fig, path)
