@@ -8,7 +8,12 @@ torch = pytest.importorskip("torch")
 
 from icml25.collab import loop, world  # noqa: E402
 from icml25.collab.policy import (  # noqa: E402
+    ASSISTANT,
+    BOS,
+    EOS,
+    PAD,
     UNK,
+    USER,
     PolicyChat,
     PolicyLM,
     WordTokenizer,
@@ -77,8 +82,29 @@ def test_batched_generation_equals_one_at_a_time(tiny_sft):
     assert all(isinstance(t, str) and t for t in batched)
 
 
+def _decode_full(model, prompts, budget, temperature, generator):
+    """Sampling without a cache (the whole prefix re-run each step): the reference."""
+    out = []
+    for p in prompts:
+        seq, toks = list(p), []
+        for _ in range(budget):
+            logits = model(torch.tensor([seq]))[0, -1].float()
+            logits[[PAD, BOS, UNK]] = -float("inf")
+            if temperature <= 0:
+                tok = int(logits.argmax())
+            else:
+                probs = torch.softmax(logits / temperature, -1)
+                tok = int(torch.multinomial(probs, 1, generator=generator))
+            if tok in (EOS, USER, ASSISTANT):
+                break
+            toks.append(tok)
+            seq.append(tok)
+        out.append(toks)
+    return out
+
+
 def test_cached_decoding_equals_rerunning_the_whole_prefix(tiny_sft):
-    from icml25.collab.policy import _decode_cached, _decode_full
+    from icml25.collab.policy import _decode_cached
 
     g = torch.Generator().manual_seed(0)
     prompts = [torch.randint(6, len(tiny_sft.tok), (int(n),), generator=g).tolist()

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from icml25.collab import world
+from icml25.collab.dataset import ScoredTurn, select_dpo_pair
 from icml25.collab.policy import PolicyChat, PolicyLM, WordTokenizer, conversation_rows
 from icml25.collab.reward import MultiturnReward
 from icml25.collab.simulator import Assistant
@@ -76,7 +76,7 @@ def build_tokenizer(seed: int = 0, n: int = 3000) -> WordTokenizer:
     return WordTokenizer.train(texts)
 
 
-def sft_rows(tasks: Sequence[world.FormatTask], seed: int, ask_rate: float = 0.5
+def demonstration_rows(tasks: Sequence[world.FormatTask], seed: int, ask_rate: float = 0.5
              ) -> list[tuple[list[dict[str, Any]], str]]:
     rng = np.random.default_rng(seed)
     rows = []
@@ -89,7 +89,7 @@ def train_sft(policy: PolicyLM, tasks: Sequence[world.FormatTask], *, steps: int
               batch_size: int = 64, lr: float = 2e-3, seed: int = 0, ask_rate: float = 0.5
               ) -> list[float]:
     """Supervised fine-tuning on demonstrations; returns the loss every 50 steps."""
-    rows = sft_rows(tasks, seed, ask_rate)
+    rows = demonstration_rows(tasks, seed, ask_rate)
     if not rows:
         raise ValueError("no SFT rows: give at least one task")
     gen = torch.Generator().manual_seed(seed)
@@ -152,14 +152,18 @@ def sample_candidates(policy: PolicyLM, tasks: Sequence[world.FormatTask], cfg: 
 
 def preference_pairs(tasks: Sequence[world.FormatTask], candidates: Sequence[Sequence[str]],
                      rewards: Sequence[Sequence[float]], min_gap: float) -> list[dict[str, Any]]:
-    """Chosen = highest MR, rejected = lowest MR per task, when they differ by ``min_gap``."""
+    """Chosen = highest MR, rejected = lowest per task, when they differ by ``min_gap`` (the
+    data engine's rule, :func:`icml25.collab.dataset.select_dpo_pair`) and by their text."""
     pairs = []
     for t, cands, mrs in zip(tasks, candidates, rewards, strict=True):
-        hi, lo = int(np.argmax(mrs)), int(np.argmin(mrs))
-        if mrs[hi] - mrs[lo] >= min_gap and cands[hi] != cands[lo]:
-            pairs.append({"prompt": [{"role": "user", "content": t.request}],
-                          "chosen": cands[hi], "rejected": cands[lo],
-                          "mr_chosen": mrs[hi], "mr_rejected": mrs[lo]})
+        turn = ScoredTurn([{"role": "user", "content": t.request}], list(cands), list(mrs))
+        row = select_dpo_pair(turn, min_gap)
+        if row is None:
+            continue
+        chosen, rejected = row["chosen"][0]["content"], row["rejected"][0]["content"]
+        if chosen != rejected:
+            pairs.append({"prompt": row["prompt"], "chosen": chosen, "rejected": rejected,
+                          "mr_chosen": row["score_chosen"], "mr_rejected": row["score_rejected"]})
     return pairs
 
 
@@ -318,7 +322,3 @@ def evaluate(policy: PolicyLM, tasks: Sequence[world.FormatTask], *, seed: int =
             "tokens": float(np.mean(tokens)), "tokens_ci": list(mean_interval(tokens)),
             "reward": float(np.mean(reward)), "reward_ci": list(mean_interval(reward)),
             "examples": [convs[i] for i in range(min(3, n))]}
-
-
-def write_json(path: str | Path, obj: Any) -> None:
-    Path(path).write_text(json.dumps(obj, indent=2))

@@ -250,29 +250,6 @@ def _decode_cached(model: Transformer, prompts: Sequence[list[int]], budget: int
     return out
 
 
-def _decode_full(model: Transformer, prompts: Sequence[list[int]], budget: int,
-                 temperature: float, generator: torch.Generator | None) -> list[list[int]]:
-    """The same sampling without a cache (the whole prefix re-run each step): the reference
-    that the cached decoder is tested against."""
-    out = []
-    for p in prompts:
-        seq, toks = list(p), []
-        for _ in range(budget):
-            logits = model(torch.tensor([seq]))[0, -1].float()
-            logits[[PAD, BOS, UNK]] = -float("inf")
-            if temperature <= 0:
-                tok = int(logits.argmax())
-            else:
-                probs = torch.softmax(logits / temperature, -1)
-                tok = int(torch.multinomial(probs, 1, generator=generator))
-            if tok in (EOS, USER, ASSISTANT):
-                break
-            toks.append(tok)
-            seq.append(tok)
-        out.append(toks)
-    return out
-
-
 def conversation_rows(conversation: Sequence[dict[str, Any]]
                       ) -> list[tuple[list[dict[str, Any]], str]]:
     """(prompt, reply) for every assistant turn of a conversation (the SFT targets)."""

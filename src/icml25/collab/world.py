@@ -16,6 +16,7 @@ so a word-level tokenizer covers it (:mod:`icml25.collab.policy`).
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import re
 from collections.abc import Sequence
@@ -45,7 +46,7 @@ def _digits(n: int, width: int) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class Kind:
+class Kind(abc.ABC):
     """One family of tasks: how to draw content, write the request, and render each option."""
 
     name: str
@@ -54,14 +55,17 @@ class Kind:
     labels: dict[str, str]  # option -> how the user names it when asked
     question: str  # the canonical clarifying question (used for SFT data)
 
+    @abc.abstractmethod
     def draw(self, rng: np.random.Generator) -> dict[str, Any]:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def request(self, content: dict[str, Any]) -> str:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def render(self, content: dict[str, Any], option: str) -> str:
-        raise NotImplementedError
+        ...
 
 
 class DateKind(Kind):

@@ -32,7 +32,11 @@ def _plain(value):
     return value
 
 
-def _emit(obj: dict) -> None:
+def _emit(obj: dict, warnings: tuple[str, ...] | list[str] = ()) -> None:
+    """Print ``obj`` as JSON; the first warning also goes into it and to stderr."""
+    if warnings:
+        obj = {**obj, "warning": warnings[0]}
+        typer.echo(f"warning: {warnings[0]}", err=True)
     typer.echo(json.dumps(_plain(obj), indent=2))
 
 
@@ -166,10 +170,7 @@ def calibrate_cmd(
     except ValueError as exc:
         _fail(str(exc))
     out = res.summary()
-    if caught:
-        out["warning"] = caught[0]
-        typer.echo(f"warning: {caught[0]}", err=True)
-    _emit(out)
+    _emit(out, warnings=caught)
 
 
 @app.command("min-n")
@@ -306,10 +307,7 @@ def precision(
            "certified_lambdas": ctl.ltt_.valid_lambdas_.tolist(),
            "calibration_precision": float(y[pos].mean()) if pos.any() else None,
            "calibration_positives": int(pos.sum())}
-    if caught:
-        out["warning"] = caught[0]
-        typer.echo(f"warning: {caught[0]}", err=True)
-    _emit(out)
+    _emit(out, warnings=caught)
 
 
 @app.command("cv-plus")

@@ -53,6 +53,11 @@ def _interval(x: Any) -> tuple[float, float] | None:
     return None
 
 
+def _miss(distance: float, gap: float | None) -> str:
+    """A miss by ``distance``: within the scale gap when ``gap`` allows it, else falls short."""
+    return WITHIN_GAP if gap is not None and distance <= gap else FALLS_SHORT
+
+
 @dataclasses.dataclass(frozen=True)
 class Close:
     """``|ours - published| <= tol`` agrees; ``<= gap``: within the scale gap; else falls short."""
@@ -65,11 +70,7 @@ class Close:
         if a is None or b is None:
             return NOT_COMPARABLE
         d = abs(a - b)
-        if d <= self.tol:
-            return AGREES
-        if self.gap is not None and d <= self.gap:
-            return WITHIN_GAP
-        return FALLS_SHORT
+        return AGREES if d <= self.tol else _miss(d, self.gap)
 
     def describe(self) -> str:
         gap = f"; within {self.gap:g}: scale gap" if self.gap is not None else ""
@@ -95,10 +96,7 @@ class Overlap:
             return NOT_COMPARABLE
         if mine[0] <= theirs[1] and theirs[0] <= mine[1]:
             return AGREES
-        d = max(theirs[0] - mine[1], mine[0] - theirs[1])
-        if self.gap is not None and d <= self.gap:
-            return WITHIN_GAP
-        return FALLS_SHORT
+        return _miss(max(theirs[0] - mine[1], mine[0] - theirs[1]), self.gap)
 
     def describe(self) -> str:
         what = "the published value" if self.value is None else f"{self.value:g}"
@@ -118,9 +116,7 @@ class AtLeast:
         t = self.target if self.target is not None else _number(published)
         if a is None or t is None:
             return NOT_COMPARABLE
-        if a >= t:
-            return AGREES
-        return WITHIN_GAP if self.gap is not None and t - a <= self.gap else FALLS_SHORT
+        return AGREES if a >= t else _miss(t - a, self.gap)
 
     def describe(self) -> str:
         t = "the published value" if self.target is None else f"{self.target:g}"
@@ -139,9 +135,7 @@ class AtMost:
         t = self.bound if self.bound is not None else _number(published)
         if a is None or t is None:
             return NOT_COMPARABLE
-        if a <= t:
-            return AGREES
-        return WITHIN_GAP if self.gap is not None and a - t <= self.gap else FALLS_SHORT
+        return AGREES if a <= t else _miss(a - t, self.gap)
 
     def describe(self) -> str:
         t = "the published value" if self.bound is None else f"{self.bound:g}"
