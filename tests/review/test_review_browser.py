@@ -158,8 +158,12 @@ def test_one_paper_through_the_whole_process(server):
             rv.get_by_label("Strengths").fill("Clear and useful.")
             rv.get_by_label("Questions for the authors").fill("Does it scale?")
             rv.get_by_label("Weaknesses").fill(f"HIDDEN-WEAKNESS-{i}")
-            rv.get_by_label("Overall score").fill(str(4 + i))
-            rv.get_by_label("Confidence").fill("4")
+            if i == 1:  # nothing preselected: the browser refuses to submit without a score
+                rv.get_by_role("button", name="Submit review").click()
+                assert rv.locator("select[name=score]").evaluate("e => e.validity.valueMissing")
+                assert "Review saved" not in rv.content()
+            rv.get_by_label("Overall score").select_option(str(4 + i))
+            rv.get_by_label("Confidence").select_option("4")
             if i == 1:
                 shot(rv, "reviewer-form")
             rv.get_by_role("button", name="Submit review").click()
@@ -170,6 +174,11 @@ def test_one_paper_through_the_whole_process(server):
         author.goto(sub_url)
         assert "HIDDEN-WEAKNESS" not in author.content()
         shot(author, "author-stage1-only")
+        first = author.locator("form[action$='/feedback']").first
+        first.get_by_role("button", name="Submit rating").click()  # nothing chosen: refused
+        assert first.locator("select[name=comprehension]").evaluate(
+            "e => e.validity.valueMissing")
+        assert "rating is recorded" not in author.content()
         for _ in range(3):
             form = author.locator("form[action$='/feedback']").first
             form.locator("select[name=comprehension]").select_option("4")

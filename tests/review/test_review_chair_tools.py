@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from icml25.review import models as m
 from icml25.review.demo import DEMO_PASSWORD, Cast, populate_venue
+from icml25.review.scales import CONFIDENCE, SCORE
 from icml25.review.workflow import Phase
 
 CAST = Cast()
@@ -37,8 +38,38 @@ def test_scores_show_their_scale(client, db, settings):
     sub = db.scalar(select(m.Submission).where(m.Submission.venue_id == venue.id))
     web_login(client, CAST.chair, DEMO_PASSWORD)
     text = client.get(f"/s/{sub.id}").text
-    assert re.search(r"Score: <strong>\d+</strong> / 10 \(1 = strong reject", text)
-    assert re.search(r"Confidence: <strong>\d</strong> / 5", text)
+    # each value with its label, and the scale's two ends
+    score = re.search(r"Score: <strong>(\d+)</strong> / 10 \(([a-z ]+)\)", text)
+    assert score and score.group(2) == SCORE.label(int(score.group(1)))
+    conf = re.search(r"Confidence: <strong>(\d)</strong> / 5 \(([a-z ,]+)\)", text)
+    assert conf and conf.group(2) == CONFIDENCE.label(int(conf.group(1)))
+    assert "1 = very strong reject … 10 = award quality" in text
+
+
+def test_the_review_form_preselects_no_score_and_requires_one_to_submit(client, db, settings):
+    venue = populate_venue(db, settings, "noscore", Phase.ASSIGNMENT)
+    chair = service_as(db, settings, CAST.chair)
+    chair.advance_phase(venue)  # reviewing, nothing written yet
+    a = db.scalar(select(m.Assignment).join(m.Submission).where(
+        m.Submission.venue_id == venue.id, m.Assignment.role == "reviewer"))
+    email = db.get(m.User, a.user_id).email
+    web_login(client, email, DEMO_PASSWORD)
+    page = client.get(f"/s/{a.submission_id}").text
+    for name in ("score", "confidence"):
+        select_html = page[page.index(f'<select id="{name}"'):]
+        select_html = select_html[:select_html.index("</select>")]
+        assert "required" in select_html.split(">")[0]
+        assert select_html.count("selected") == 1 and '<option value="" selected>' in select_html
+    assert "10 — award quality" in page and "formnovalidate" in page  # drafts may be partial
+    form = {"csrf_token": csrf_of(page), "summary": "s", "strengths": "t", "questions": "q",
+            "weaknesses": "w", "score": "", "confidence": ""}
+    assert client.post(f"/s/{a.submission_id}/review", data=form | {"action": "submit"}
+                       ).status_code == 400
+    assert client.post(f"/s/{a.submission_id}/review", data=form | {"action": "draft"}
+                       ).status_code == 200
+    review = db.scalar(select(m.Review).where(m.Review.submission_id == a.submission_id,
+                                              m.Review.reviewer_id == a.user_id))
+    assert review is not None and not review.submitted and review.score is None
 
 
 def test_admin_page_shows_progress_in_words_and_pages_its_logs(client, db, settings):

@@ -9,6 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from icml25.review import models as m
 from icml25.review.authority import Action, authorize, facts_for
 from icml25.review.errors import ServiceError
+from icml25.review.scales import CONFIDENCE, SCORE
 from icml25.review.services.base import Service, clean_int, clean_text, utcnow
 from icml25.review.visibility import feedback_summary
 from icml25.review.workflow import Phase
@@ -33,9 +34,9 @@ class Reviewing(Service):
         r.strengths = clean_text(strengths, "strengths", required=req)
         r.questions = clean_text(questions, "questions", required=req)
         r.weaknesses = clean_text(weaknesses, "weaknesses", required=req)
-        r.score = (clean_int(score, "score", 1, 10) if (req or score not in (None, ""))
-                   else None)
-        r.confidence = (clean_int(confidence, "confidence", 1, 5)
+        r.score = (clean_int(score, "score", SCORE.low, SCORE.high)
+                   if (req or score not in (None, "")) else None)
+        r.confidence = (clean_int(confidence, "confidence", CONFIDENCE.low, CONFIDENCE.high)
                         if (req or confidence not in (None, "")) else None)
         if submit and not r.submitted:
             r.submitted_at = utcnow()

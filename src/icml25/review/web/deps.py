@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from icml25.review import models as m
 from icml25.review.errors import NotAllowed
+from icml25.review.scales import template_globals
 from icml25.review.security import new_secret, same
 from icml25.review.service import ReviewService
 from icml25.review.workflow import PHASE_LABELS, PHASE_ORDER, Phase
@@ -31,6 +32,7 @@ TEMPLATES.env.globals.update(PHASE_LABELS=PHASE_LABELS, PHASE_ORDER=PHASE_ORDER,
                                             (5, "excellent")],
                              BID_CHOICES=[(2, "Eager"), (1, "Willing"), (0, "Neutral"),
                                           (-1, "Reluctant"), (-2, "No")])
+TEMPLATES.env.globals.update(template_globals())  # the labelled scales (scales.py)
 
 
 class CsrfError(PermissionError):
