@@ -122,7 +122,8 @@ def score(
 def train_cmd(
     task: TaskOpt,
     out: Annotated[Path, typer.Option("-o", "--out", help="Run folder.")],
-    method: Annotated[str, typer.Option(help="ntp | teacherless | diffusion")] = "ntp",
+    method: Annotated[str, typer.Option(
+        help="ntp | teacherless | diffusion (absorbing) | diffusion-uniform")] = "ntp",
     data_dir: Annotated[Path | None, typer.Option(
         "--data", help="Folder from `data` (default: generate with --param).")] = None,
     seed_len: Annotated[int | None, typer.Option(
@@ -160,7 +161,7 @@ def train_cmd(
 
     _check_task(task)
     if method not in METHODS:
-        raise typer.BadParameter(f"choose one of {METHODS}", param_hint="--method")
+        raise typer.BadParameter(f"choose one of {', '.join(METHODS)}", param_hint="--method")
     if data_dir is not None:
         t, train = _load_data(data_dir, task)
     else:
@@ -204,6 +205,7 @@ def evaluate(
     """Generate from a trained model on fresh prompts and print the creativity scores."""
     import numpy as np
 
+    from icml25.creativity.methods import get_method
     from icml25.creativity.scoring import Scorer
     from icml25.creativity.training import fresh_prompts, generate_answers, load_run
 
@@ -213,7 +215,7 @@ def evaluate(
         raise typer.BadParameter(str(exc), param_hint="CHECKPOINT") from None
     rng = np.random.default_rng(seed)
     if temperature is None:
-        temperature = 1.0 if run.method == "diffusion" else 0.0
+        temperature = get_method(run.method).default_temperature
     if run.seed_len == 0 and temperature == 0:
         _err("warning: a model trained without seeds, decoded greedily, gives one answer for "
              "every prompt; pass --temperature")

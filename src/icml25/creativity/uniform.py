@@ -129,15 +129,19 @@ def analytic_probs(log_score: torch.Tensor, xt: torch.Tensor, delta: torch.Tenso
 
 def sample(score_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x: torch.Tensor,
            noised: torch.Tensor, n: int, *, steps: int, noise: GeometricNoise = GeometricNoise(),
-           generator: torch.Generator | None = None) -> torch.Tensor:
+           temperature: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
     """Reverse-sample the ``noised`` positions of ``x`` (the others are clamped: a prompt).
 
     ``score_fn(x_t, t)`` returns log-scores ``(B, L, N)`` for times ``t`` ``(B,)``. ``steps``
     analytic steps on the uniform grid ``t = 1, 1 - 1/steps, ..., 0``, starting from uniform
-    noise. Returns class ids ``(B, L)``.
+    noise. ``temperature`` 1 is the sampler above; other values sharpen (< 1) or flatten (> 1)
+    each step's distribution as ``p^(1/T)``, and 0 takes its most likely class (our extension:
+    SEDD defines no temperature). Returns class ids ``(B, L)``.
     """
     if steps < 1:
         raise ValueError("steps must be >= 1")
+    if temperature < 0:
+        raise ValueError("temperature must be >= 0")
     where = generator.device if generator is not None else x.device
     start = torch.randint(n, x.shape, generator=generator, device=where).to(x.device)
     xt = torch.where(noised, start, x)
@@ -146,8 +150,13 @@ def sample(score_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x: to
     for k in range(steps):
         t, s = grid[k].expand(b), grid[k + 1].expand(b)
         probs = analytic_probs(score_fn(xt, t), xt, noise.total(t) - noise.total(s))
-        flat = probs.reshape(-1, n).to(where)
-        draw = torch.multinomial(flat, 1, generator=generator).view(x.shape).to(x.device)
+        if temperature == 0:
+            draw = probs.argmax(-1)
+        else:
+            if temperature != 1:
+                probs = probs.clamp_min(1e-30) ** (1 / temperature)
+            flat = probs.reshape(-1, n).to(where)
+            draw = torch.multinomial(flat, 1, generator=generator).view(x.shape).to(x.device)
         xt = torch.where(noised, draw, xt)
     return xt
 
@@ -203,21 +212,33 @@ class UniformDiffusion:
         tokens[:, 0] = self.time_ids.to(tokens.device)[k]
         return net(tokens)[..., self.alphabet.to(tokens.device)]
 
-    def loss(self, net, tokens: torch.Tensor, noised: torch.Tensor,
-             generator: torch.Generator | None = None) -> torch.Tensor:
-        """Score entropy per diffused position, averaged (``t ~ U(0, 1)`` per sequence): an
-        upper bound on the negative log-likelihood per position, in nats."""
+    def corrupt(self, tokens: torch.Tensor, noised: torch.Tensor,
+                generator: torch.Generator | None = None):
+        """One training draw: ``(noisy token ids, x_t classes, x_0 classes, t)`` with
+        ``t ~ U(0, 1)`` per sequence."""
         x0 = self._classes(tokens, noised)
         where = generator.device if generator is not None else tokens.device
         t = torch.rand(tokens.shape[0], generator=generator, device=where).to(tokens.device)
-        total, rate = self.noise.total(t), self.noise.rate(t)
-        xt = perturb(x0, noised, total, self.n, generator)
+        xt = perturb(x0, noised, self.noise.total(t), self.n, generator)
         noisy = torch.where(noised, self.alphabet.to(tokens.device)[xt], tokens)
-        per = score_entropy(self.log_scores(net, noisy, t), xt, x0, total, rate)
+        return noisy, xt, x0, t
+
+    def loss_at(self, net, noisy: torch.Tensor, xt: torch.Tensor, x0: torch.Tensor,
+                t: torch.Tensor, noised: torch.Tensor) -> torch.Tensor:
+        """Score entropy per diffused position, averaged: with ``t ~ U(0, 1)`` an upper bound
+        on the negative log-likelihood per position, in nats."""
+        per = score_entropy(self.log_scores(net, noisy, t), xt, x0, self.noise.total(t),
+                            self.noise.rate(t))
         return (per * noised).sum() / noised.sum().clamp_min(1)
+
+    def loss(self, net, tokens: torch.Tensor, noised: torch.Tensor,
+             generator: torch.Generator | None = None) -> torch.Tensor:
+        """:meth:`corrupt` then :meth:`loss_at`."""
+        return self.loss_at(net, *self.corrupt(tokens, noised, generator), noised)
 
     @torch.no_grad()
     def sample(self, net, tokens: torch.Tensor, noised: torch.Tensor, *, steps: int,
+               temperature: float = 1.0,
                generator: torch.Generator | None = None) -> torch.Tensor:
         """Token ids with the ``noised`` positions sampled and the others (the prompt) kept."""
         alphabet = self.alphabet.to(tokens.device)
@@ -227,5 +248,5 @@ class UniformDiffusion:
 
         x = self._classes(tokens, torch.zeros_like(noised))
         classes = sample(score_fn, x, noised, self.n, steps=steps, noise=self.noise,
-                         generator=generator)
+                         temperature=temperature, generator=generator)
         return torch.where(noised, alphabet[classes], tokens)
