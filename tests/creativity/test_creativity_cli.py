@@ -76,3 +76,18 @@ def test_train_then_evaluate(tmp_path):
     assert rep["n"] == 12 and rep["method"] == "teacherless" and rep["top_k"] == 5
     lines = (tmp_path / "gen.tsv").read_text().splitlines()
     assert len(lines) == 12 and all(len(x.split("\t")[0].split()[0]) == 3 for x in lines)
+
+
+def test_score_canonical_order_switch(tmp_path):
+    out = _data(tmp_path)
+    edges = [f"<a_{i}> <a_{i + 1}>" for i in range(9)]
+    answers = tmp_path / "answers.txt"
+    answers.write_text(" <sep> ".join(edges) + " </a>\n"
+                       + " <sep> ".join(edges[::-1]) + " </a>\n")
+    reps = []
+    for extra in ([], ["--canonical-order"]):
+        r = runner.invoke(app, ["score", str(answers), "--task", "line", "--data", str(out),
+                                *extra])
+        assert r.exit_code == 0, r.output
+        reps.append(json.loads(r.stdout[r.stdout.index("{"):]))
+    assert reps[0]["uniqueness"] == 1.0 and reps[1]["uniqueness"] == 0.5

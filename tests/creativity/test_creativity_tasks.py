@@ -255,3 +255,42 @@ def test_bad_parameters():
         make_task("line", n_entities=5)
     with pytest.raises(ValueError, match="exceeds"):
         generate("sibling", n_parents=1, n_children=2, n_train=10)
+
+
+def test_canonical_order_merges_edge_orders_of_the_same_edge_set():
+    """A line listed in another edge order counts twice by default and once with the switch;
+    a renamed line is the other way round (the two equivalences differ, neither contains the
+    other)."""
+    t = make_task("line", 0)
+    perm = [3, 7, 1, 0, 9, 2, 8, 5, 6, 4]
+    reordered = [PATH[4], PATH[0], PATH[8], *PATH[1:4], *PATH[5:8]]
+    renamed = [(perm[u], perm[v]) for u, v in PATH]
+    answers = [_line(*PATH), _line(*reordered), _line(*renamed)]
+    plain = Scorer(t, []).score(answers)
+    merged = Scorer(t, [], canonical_order=True).score(answers)
+    assert plain.coherence == merged.coherence == 1.0
+    assert plain.uniqueness == pytest.approx(2 / 3)  # PATH = renamed; reordered apart
+    assert merged.uniqueness == pytest.approx(2 / 3)  # PATH = reordered; renamed apart
+    two = Scorer(t, []).score(answers[:2])
+    assert two.uniqueness == 1.0 and two.creativity == 1.0  # counted twice
+    once = Scorer(t, [], canonical_order=True).score(answers[:2])
+    assert once.uniqueness == 0.5 and once.creativity == 0.5  # counted once
+    # Memorisation follows the same form: a training line listed in another order.
+    seen = Scorer(t, [parse_line("ab <q> " + _line(*PATH))], canonical_order=True)
+    assert seen.judge(_line(*reordered)).memorized
+    assert not seen.judge(_line(*renamed)).memorized
+    assert not seen.judge(_line(*[(v, u) for u, v in PATH])).memorized  # directions count
+
+
+def test_canonical_order_leaves_circle_coherence_and_other_tasks_alone():
+    t = make_task("circle", 0)
+    cyc = [(i, (i + 1) % 9) for i in range(9)]
+    answers = [_line(*cyc), _line(*cyc[::-1]), _line(*cyc[:-1], (8, 1))]
+    merged = Scorer(t, [], canonical_order=True).score(answers)
+    assert merged.coherence == pytest.approx(2 / 3) and merged.uniqueness == pytest.approx(1 / 3)
+    tri = make_task("triangle", 0, n_nodes=30)
+    a, b = next((u, v) for u in range(30) for v in tri.adj[u] if u < v)
+    c = next(w for w in tri.adj[a] & tri.adj[b])
+    ans = f"<a_{a}> <a_{b}> <sep> <a_{b}> <a_{c}> <sep> <a_{c}> <a_{a}> </a>"
+    assert (Scorer(tri, []).judge(ans).canonical
+            == Scorer(tri, [], canonical_order=True).judge(ans).canonical)

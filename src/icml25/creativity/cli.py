@@ -95,6 +95,9 @@ def score(
     task: TaskOpt,
     data_dir: Annotated[Path, typer.Option("--data", help="Folder written by `data`.")],
     details: Annotated[bool, typer.Option(help="Also list every line's judgement.")] = False,
+    canonical_order: Annotated[bool, typer.Option(
+        "--canonical-order", help="Circle/line: compare answers as sets of directed edges with "
+        "their node names (another edge order counts once; renamings count apart).")] = False,
 ) -> None:
     """Score answers: prints JSON with creativity, coherence, uniqueness, memorization, n."""
     from icml25.creativity.scoring import Scorer
@@ -106,7 +109,7 @@ def score(
     except OSError as exc:
         raise typer.BadParameter(f"cannot read {answers}: {exc.strerror}",
                                  param_hint="ANSWERS") from None
-    report = Scorer(t, train).score(text.splitlines())
+    report = Scorer(t, train, canonical_order=canonical_order).score(text.splitlines())
     out = report.summary()
     out["errors"] = [{"line": i + 1, "error": j.error}
                      for i, j in enumerate(report.judgements) if j.error]

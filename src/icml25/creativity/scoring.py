@@ -10,8 +10,16 @@ with nodes renamed by first appearance, i.e. the paper's resolving permutation):
 - creativity   = #{distinct canon among coherent and not memorised} / N     (paper Eq. 1)
 
 Unlike the official ``eval_qa.py`` (distinct raw strings), reorderings and, for constructions,
-node renamings count once. Lines that cannot be read at all (empty, tokens outside the task's
-vocabulary) get an error and are left out of N.
+node renamings count once.
+
+``canonical_order=True`` (circle/line only; the other forms are already order-free) compares
+the *set* of directed edges with the node names the answer uses: a construction listed in
+another edge order counts once, but node renamings now count apart. Merging both is not
+offered: every coherent line (circle) is the same directed path (cycle) up to renaming, so
+all coherent answers would be one.
+
+Lines that cannot be read at all (empty, tokens outside the task's vocabulary) get an error
+and are left out of N.
 """
 
 from __future__ import annotations
@@ -79,14 +87,16 @@ class Scorer:
     1.0
     """
 
-    def __init__(self, task: Task, train: Iterable[Example]) -> None:
+    def __init__(self, task: Task, train: Iterable[Example], *,
+                 canonical_order: bool = False) -> None:
         self.task = task
+        self.canonical_order = canonical_order
         self.vocab = set(task.vocab())
         self.seen = set()
         for ex in train:
             if ex.marker != task.marker:  # triangle's edge lines are knowledge, not answers
                 continue
-            canon = task.canonical([t for t in ex.answer if t != END])
+            canon = task.canonical([t for t in ex.answer if t != END], edge_set=canonical_order)
             if canon is not None:
                 self.seen.add(canon)
 
@@ -95,7 +105,7 @@ class Scorer:
             toks = answer_tokens(text, self.vocab)
         except AnswerError as exc:
             return Judgement(text, error=str(exc))
-        canon = self.task.canonical(toks)
+        canon = self.task.canonical(toks, edge_set=self.canonical_order)
         if canon is None:
             return Judgement(text)
         return Judgement(text, coherent=True, memorized=canon in self.seen, canonical=canon)

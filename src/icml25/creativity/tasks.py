@@ -123,8 +123,11 @@ class Task:
         return int(self.params["n_test"])
 
     # --- scoring ----------------------------------------------------------------------------
-    def canonical(self, answer: Sequence[str]):
-        """The canonical form of a coherent answer (tokens without ``</a>``), else ``None``."""
+    def canonical(self, answer: Sequence[str], *, edge_set: bool = False):
+        """The canonical form of a coherent answer (tokens without ``</a>``), else ``None``.
+
+        ``edge_set``: for circle/line, the set of directed edges with their node names instead
+        of the renamed edge list (sibling and triangle forms are already order-free)."""
         raise NotImplementedError
 
 
@@ -180,7 +183,7 @@ class Sibling(Task):
         body = tok[len(prefix):-1]
         return int(body) if body.isdigit() else None
 
-    def canonical(self, answer):
+    def canonical(self, answer, *, edge_set=False):
         if len(answer) != 3:
             return None
         b1, b2, a = (self._index(t, k) for t, k in zip(answer, ("b1", "b2", "a"), strict=True))
@@ -262,7 +265,7 @@ class Triangle(Task):
                 out.append((EDGE, (a, b, SEP, b, a, END)))
         return out
 
-    def canonical(self, answer):
+    def canonical(self, answer, *, edge_set=False):
         pairs = _pairs(answer)
         if pairs is None or len(pairs) != 3:
             return None
@@ -321,14 +324,16 @@ class _Construction(Task):
     def _shape_ok(self, pairs: list[tuple[str, str]]) -> bool:
         raise NotImplementedError
 
-    def canonical(self, answer):
+    def canonical(self, answer, *, edge_set=False):
         pairs = _pairs(answer)
         known = set(self.entities())
         if (pairs is None or len(pairs) != int(self.params["length"])
                 or any(u not in known or v not in known or u == v for u, v in pairs)
                 or len({frozenset(e) for e in pairs}) != len(pairs)):
             return None
-        return relabel(pairs) if self._shape_ok(pairs) else None
+        if not self._shape_ok(pairs):
+            return None
+        return frozenset(pairs) if edge_set else relabel(pairs)
 
 
 def _degrees_and_walk(pairs: list[tuple[str, str]]) -> tuple[dict[str, int], dict[str, set]]:
