@@ -188,3 +188,74 @@ def test_the_chairs_submission_table_shows_each_papers_progress(client, db, sett
         assert p["mean_score"] is None or 1 <= p["mean_score"] <= 10
     web_login(client, CAST.reviewers[0], DEMO_PASSWORD)
     assert "Reviews in" not in client.get("/v/prog").text  # reviewers do not see progress
+
+
+def _bidding_venue(db, settings, slug: str):
+    from icml25.review.demo import default_text
+
+    topics = ["graph neural networks molecules", "protein folding diffusion",
+              "reinforcement learning robots", "conformal prediction calibration"]
+
+    def text(kind: str, **ctx: object) -> str:
+        if kind in ("title", "abstract"):
+            body = f"{kind.title()}: {topics[int(ctx['paper']) - 1]} ({ctx['paper']})"
+            return body + (" Long tail of the abstract." * 20 if kind == "abstract" else "")
+        return default_text(kind, **ctx)
+
+    venue = populate_venue(db, settings, slug, Phase.SUBMISSION, n_papers=4, text=text)
+    service_as(db, settings, CAST.chair).advance_phase(venue)  # bidding
+    return venue
+
+
+def test_the_bidding_console_sorts_counts_and_shows_whole_abstracts(client, db, settings):
+    venue = _bidding_venue(db, settings, "bsort")
+    subs = db.scalars(select(m.Submission).where(m.Submission.venue_id == venue.id)).all()
+    web_login(client, CAST.reviewers[0], DEMO_PASSWORD)
+    by_title = client.get("/v/bsort/bids", params={"sort": "title"}).text
+    order = [int(x) for x in re.findall(r'name="bid_(\d+)"', by_title)]
+    assert order == [s.id for s in sorted(subs, key=lambda s: s.title.lower())]
+    by_number = client.get("/v/bsort/bids", params={"sort": "number"}).text
+    assert [int(x) for x in re.findall(r'name="bid_(\d+)"', by_number)] == [
+        s.id for s in sorted(subs, key=lambda s: s.number)]
+    assert "<details><summary>Abstract</summary>" in by_title
+    assert subs[0].abstract in by_title  # the whole abstract, not its first 300 characters
+    assert "4 paper(s) to bid on, <strong>4 not yet bid</strong>" in by_title
+    assert client.get("/v/bsort/bids", params={"sort": "bogus"}).status_code == 400
+    # saving keeps the console's filter and sort
+    r = client.post("/v/bsort/bids?sort=title&unbid=1",
+                    data={"csrf_token": csrf_of(by_title), f"bid_{order[0]}": "1"},
+                    follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/v/bsort/bids?unbid=1&sort=title"
+    after = client.get(r.headers["location"]).text
+    assert "<strong>3 not yet bid</strong>" in after and f'name="bid_{order[0]}"' not in after
+
+
+def test_the_bidding_console_in_the_api(client, db, settings):
+    _bidding_venue(db, settings, "bapi")
+    rev = service_as(db, settings, CAST.reviewers[1])
+    rev.add_reviewer_paper("Reinforcement learning for robots", "Robots learn by trial.")
+    auth = {"Authorization": f"Bearer {rev.create_api_token('t')}"}
+    table = client.get("/api/v1/venues/bapi/bidding", headers=auth).json()
+    assert table["n_biddable"] == 4 and table["n_unbid"] == 4 and table["sort"] == "affinity"
+    top = table["rows"][0]
+    assert "robots" in top["title"] and top["affinity"] > max(r["affinity"]
+                                                              for r in table["rows"][1:])
+    r = client.put("/api/v1/venues/bapi/bids", headers=auth,
+                   json={"bids": {str(top["id"]): 2, str(table["rows"][1]["id"]): -2}})
+    assert r.status_code == 200 and r.json() == {"changed": 2}
+    left = client.get("/api/v1/venues/bapi/bidding", headers=auth,
+                      params={"unbid": "true", "q": "diffusion"}).json()
+    assert left["n_unbid"] == 2 and all("diffusion" in row["title"] for row in left["rows"])
+    assert all(row["my_bid"] is None for row in left["rows"])
+    assert client.put("/api/v1/venues/bapi/bids", headers=auth,
+                      json={"bids": {str(top["id"]): 7}}).status_code == 400
+    assert client.put("/api/v1/venues/bapi/bids", headers=auth,
+                      json={"bids": {"999999": 1}}).status_code == 404
+    assert client.get("/api/v1/venues/bapi/bidding", headers=auth,
+                      params={"sort": "x"}).status_code == 400
+    author = service_as(db, settings, CAST.authors[0])
+    a_auth = {"Authorization": f"Bearer {author.create_api_token('t')}"}
+    assert client.get("/api/v1/venues/bapi/bidding", headers=a_auth).json()["rows"] == []
+    bid_ids = {b.submission_id for b in db.scalars(select(m.Bid).where(
+        m.Bid.user_id == rev.actor.id))}
+    assert bid_ids == {top["id"], table["rows"][1]["id"]}

@@ -210,7 +210,8 @@ GENERIC_JSON = {"title": "T", "abstract": "A", "authors": [{"name": "N", "email"
                 "strengths": "s", "questions": "q", "weaknesses": "w", "score": 5,
                 "confidence": 3, "comprehension": 3, "constructiveness": 3, "text": "t",
                 "recommendation": "accept", "outcome": "accept", "value": 1, "user_id": 1,
-                "force": False, "pairs": [], "kind": "none", "rating": 3, "public": False}
+                "force": False, "pairs": [], "kind": "none", "rating": 3, "public": False,
+                "bids": {}}
 
 
 class _Recorder:

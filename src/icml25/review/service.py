@@ -27,6 +27,7 @@ from icml25.review.errors import (  # noqa: F401 (re-exported: the errors servic
 from icml25.review.services.accounts import Accounts
 from icml25.review.services.assignments import Assignments
 from icml25.review.services.base import Context, Service, UsesContext
+from icml25.review.services.bidding import Bidding
 from icml25.review.services.outbox import Outbox
 from icml25.review.services.reviewing import Reviewing
 from icml25.review.services.rewards import Rewards
@@ -36,6 +37,7 @@ from icml25.review.services.venues import Venues
 SERVICES: dict[str, type[Service]] = {
     "accounts": Accounts, "venues": Venues, "submissions": Submissions,
     "reviewing": Reviewing, "assignments": Assignments, "rewards": Rewards, "outbox": Outbox,
+    "bidding": Bidding,
 }
 
 
@@ -65,6 +67,7 @@ class ReviewService(UsesContext):
     submissions: Submissions
     reviewing: Reviewing
     assignments: Assignments
+    bidding: Bidding
     rewards: Rewards
     outbox: Outbox
 

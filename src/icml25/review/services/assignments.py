@@ -1,5 +1,5 @@
-"""Bidding and matching: bids, manual assignment, pins and forbids, and the optimal
-assignment (proposal, commit, auto-assign)."""
+"""Matching: manual assignment, pins and forbids, and the optimal assignment (proposal,
+commit, auto-assign). Bids are in :mod:`.bidding`."""
 
 from __future__ import annotations
 
@@ -12,87 +12,13 @@ from icml25.review import models as m
 from icml25.review.authority import Action, authorize, facts_for
 from icml25.review.errors import NotFound, ServiceError
 from icml25.review.matching import BID_AFFINITY, assign_dense
-from icml25.review.services.base import PUBLIC_DOMAINS, Service, clean_int, clean_text, domain
-from icml25.review.visibility import Bundle, can
+from icml25.review.services.base import PUBLIC_DOMAINS, Service, clean_text, domain
+from icml25.review.visibility import Bundle
 from icml25.review.workflow import Phase, Role, pseudonym
 
 
 class Assignments(Service):
-    """Bidding and matching."""
-
-    def bid(self, sub_id: int, value: int) -> None:
-        """Record a bid (-2 no .. 2 eager) during bidding."""
-        b = self.bundle(sub_id)
-        authorize(Action.BID, facts_for(self.viewer(b.venue), b))
-        value = clean_int(value, "bid", -2, 2)
-        row = self.db.scalar(select(m.Bid).where(m.Bid.submission_id == sub_id,
-                                                 m.Bid.user_id == self.actor.id))
-        if row:
-            row.value = value
-        else:
-            self.db.add(m.Bid(submission_id=sub_id, user_id=self.actor.id, value=value))
-        self._audit(b.venue.id, "bid", f"submission:{sub_id}", value=value)
-        self._commit()
-
-    def bidding_table(self, venue: m.Venue, query: str = "",
-                      only_unbid: bool = False) -> list[dict]:
-        """The papers the actor may bid on, most similar to their past papers first: number,
-        title, keywords, the start of the abstract, their bid and the TF-IDF affinity (0 when
-        they listed no past papers); ``query`` filters on title, keywords and abstract."""
-        from icml25.review.affinity import tfidf_profiles
-
-        user = self._require_login()
-        viewer = self.viewer(venue)
-        rows = [b for b in self.visible_candidates(venue)
-                if can(viewer, Action.BID, b)
-                and (not only_unbid or user.id not in b.bids)]
-        words = query.lower().split()
-        rows = [b for b in rows if all(w in f"{b.submission.title} {b.submission.keywords} "
-                                            f"{b.submission.abstract}".lower() for w in words)]
-        if not rows:
-            return []
-        papers = [f"{r.title}. {r.abstract}" for r in self.db.scalars(
-            select(m.ReviewerPaper).where(m.ReviewerPaper.user_id == user.id))]
-        texts = [f"{b.submission.title}. {b.submission.abstract} {b.submission.keywords}"
-                 for b in rows]
-        if papers:
-            x_sub, x_rev = tfidf_profiles(texts, [papers])
-            affinity = np.asarray((x_sub @ x_rev.T).todense()).ravel()
-        else:
-            affinity = np.zeros(len(rows))
-        out = [{"id": b.submission.id, "number": b.submission.number,
-                "title": b.submission.title, "keywords": b.submission.keywords,
-                "abstract": b.submission.abstract[:300], "my_bid": b.bids.get(user.id),
-                "affinity": round(float(a), 3)} for b, a in zip(rows, affinity, strict=True)]
-        return sorted(out, key=lambda r: (-r["affinity"], r["number"]))
-
-    def has_reviewer_papers(self) -> bool:
-        """Whether the actor listed past papers (they feed the affinity)."""
-        user = self._require_login()
-        return self.db.scalar(select(m.ReviewerPaper.id).where(
-            m.ReviewerPaper.user_id == user.id).limit(1)) is not None
-
-    def save_bids(self, venue: m.Venue, bids: dict[int, int]) -> int:
-        """Record several bids at once (one transaction); returns how many changed."""
-        user = self._require_login()
-        viewer = self.viewer(venue)
-        current = {r.submission_id: r for r in self.db.scalars(select(m.Bid).where(
-            m.Bid.user_id == user.id))}
-        changed = 0
-        for b in self.bundles(venue, bids):
-            authorize(Action.BID, facts_for(viewer, b))
-            value = clean_int(bids[b.submission.id], "bid", -2, 2)
-            row = current.get(b.submission.id)
-            if row is not None and row.value == value:
-                continue
-            if row is None:
-                self.db.add(m.Bid(submission_id=b.submission.id, user_id=user.id, value=value))
-            else:
-                row.value = value
-            self._audit(venue.id, "bid", f"submission:{b.submission.id}", value=value)
-            changed += 1
-        self._commit()
-        return changed
+    """Matching."""
 
     def assign(self, sub_id: int, user_id: int, role: Role | str = Role.REVIEWER) -> m.Assignment:
         """Assign a reviewer or area chair (chairs only; refuses conflicts)."""

@@ -172,6 +172,19 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
         s.bid(sid, body.value)
         return sc.Ok()
 
+    @app.get("/venues/{slug}/bidding", response_model=sc.View,
+             summary="The bidding console: papers you may bid on, with affinity and your bid")
+    @one_hop
+    def bidding(s: S, slug: str, q: str = "", unbid: bool = False,
+                sort: str = "affinity") -> dict:
+        return s.bidding_table(s.venue(slug), query=q, only_unbid=unbid, sort=sort)
+
+    @app.put("/venues/{slug}/bids", summary="Save several bids at once (one transaction)",
+             response_model=sc.ChangedOut)
+    @one_hop
+    def save_bids(s: S, slug: str, body: sc.BidsIn) -> sc.ChangedOut:
+        return sc.ChangedOut(changed=s.save_bids(s.venue(slug), body.bids))
+
     @app.post("/submissions/{sid}/assignments", summary="Assign a reviewer or AC (chairs)",
               response_model=sc.AssignmentOut)
     @one_hop

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
@@ -171,12 +172,12 @@ def pages() -> APIRouter:
         return back(f"/v/{slug}", f"{n} reviewer assignment(s) made.")
 
     @r.get("/v/{slug}/bids", response_class=HTMLResponse)
-    def bids_page(c: C, slug: str, q: str = "", unbid: str = "") -> Response:
+    def bids_page(c: C, slug: str, q: str = "", unbid: str = "",
+                  sort: str = "affinity") -> Response:
         v = c.svc.venue(slug)
-        rows = c.svc.bidding_table(v, query=q, only_unbid=bool(unbid))
-        return render(c, "bids.html", v=c.svc.venue_page(v), rows=rows, q=q,
-                      unbid=bool(unbid), has_papers=any(r["affinity"] for r in rows)
-                      or c.svc.has_reviewer_papers())
+        table = c.svc.bidding_table(v, query=q, only_unbid=bool(unbid), sort=sort)
+        return render(c, "bids.html", v=c.svc.venue_page(v), t=table, q=q,
+                      unbid=bool(unbid), has_papers=c.svc.has_reviewer_papers())
 
     @r.post("/v/{slug}/bids")
     async def save_bids(c: C, slug: str) -> Response:
@@ -189,7 +190,9 @@ def pages() -> APIRouter:
                 except ValueError:
                     raise ServiceError(f"{key}: a bid is a whole number from -2 to 2") from None
         n = await run_in_threadpool(lambda: c.svc.save_bids(c.svc.venue(slug), bids))
-        return back(f"/v/{slug}/bids", f"{n} bid(s) saved.")
+        keep = urlencode({k: c.request.query_params[k] for k in ("q", "unbid", "sort")
+                          if c.request.query_params.get(k)})  # the console's filter stays
+        return back(f"/v/{slug}/bids" + (f"?{keep}" if keep else ""), f"{n} bid(s) saved.")
 
     @r.get("/v/{slug}/assignment", response_class=HTMLResponse)
     def assignment_page(c: C, slug: str) -> Response:

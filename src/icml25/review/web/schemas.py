@@ -188,6 +188,14 @@ class ProposalIn(BaseModel):
     affinity: Literal["tfidf", "embedding"] = "tfidf"
 
 
+class BidsIn(BaseModel):
+    bids: dict[int, int]  # submission id -> bid (-2..2; the service checks each)
+
+
+class ChangedOut(BaseModel):
+    changed: int
+
+
 class CommitIn(BaseModel):
     pairs: list[tuple[int, int]]  # (submission id, user id)
 

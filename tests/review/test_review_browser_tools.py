@@ -1,0 +1,88 @@
+"""The chair, reviewer and author tools of issue 29 driven in a real browser (Playwright with
+Debian's Chromium): one flow per test, each on a venue seeded through the service layer.
+Screenshots go to ``$ICML25_ARTIFACTS_DIR/review-browser`` (named ``tools-*.png``)."""
+
+from __future__ import annotations
+
+import pytest
+from browser_helpers import Browser, live_server, require_browser, screenshot_dir
+from review_helpers import fast_settings, service_as
+from sqlalchemy import select
+
+from icml25.review import models as m
+from icml25.review.demo import DEMO_PASSWORD, Cast, default_text, populate_venue
+from icml25.review.workflow import Phase
+
+CAST = Cast()
+TOPICS = ["graph neural networks for molecules", "protein folding with diffusion",
+          "reinforcement learning for robots", "conformal prediction and calibration"]
+
+
+def _topic_text(kind: str, **ctx: object) -> str:
+    if kind in ("title", "abstract"):
+        return f"{kind.title()}: {TOPICS[int(ctx['paper']) - 1]} (paper {ctx['paper']})"
+    return default_text(kind, **ctx)
+
+
+@pytest.fixture
+def site(tmp_path):
+    """A SQLite database, its settings and a session (the browser tests' seed)."""
+    from icml25.review.db import make_engine, make_sessionmaker
+    from icml25.review.models import Base
+
+    settings = fast_settings(f"sqlite:///{tmp_path / 'tools.sqlite3'}", tmp_path)
+    engine = make_engine(settings.database_url)
+    Base.metadata.create_all(engine)
+    db = make_sessionmaker(engine)()
+    yield settings, engine, db
+    db.close()
+    engine.dispose()
+
+
+def test_a_reviewer_bids_from_the_console(site):
+    sync_api = require_browser()
+    settings, engine, db = site
+    venue = populate_venue(db, settings, "console", Phase.SUBMISSION, n_papers=4,
+                           text=_topic_text)
+    service_as(db, settings, CAST.chair).advance_phase(venue)  # bidding
+    rev = service_as(db, settings, CAST.reviewers[0])
+    rev.add_reviewer_paper("Calibrated conformal prediction", "Conformal calibration.")
+    expect = sync_api.expect
+    with live_server(settings, engine) as base, sync_api.sync_playwright() as p:
+        browser = Browser(p, base, DEMO_PASSWORD)
+        page = browser.page_for(CAST.reviewers[0])
+        page.goto(base + "/v/console")
+        page.get_by_role("link", name="Bid on papers").click()
+        rows = page.locator("tbody tr")
+        expect(rows).to_have_count(4)
+        expect(rows.first).to_contain_text("conformal prediction")  # most similar first
+        expect(page.get_by_text("4 not yet bid")).to_be_visible()
+        abstract = rows.first.locator("details p")
+        expect(abstract).to_be_hidden()
+        rows.first.locator("summary").click()  # the abstract on expand
+        expect(abstract).to_be_visible()
+        page.screenshot(path=str(screenshot_dir() / "tools-bidding-console.png"),
+                        full_page=True)
+        page.get_by_label("Search titles, keywords and abstracts").fill("robots")
+        page.get_by_role("button", name="Filter").click()
+        expect(rows).to_have_count(1)
+        page.get_by_label("Bid on #3").select_option("2")
+        page.get_by_role("button", name="Save bids").click()
+        expect(page.get_by_role("status")).to_contain_text("1 bid(s) saved")
+        expect(page.get_by_label("Search titles, keywords and abstracts")).to_have_value(
+            "robots")  # the filter stays after saving
+        page.get_by_label("Search titles, keywords and abstracts").fill("")
+        page.get_by_label("Only papers I have not bid on yet").check()
+        page.get_by_label("Sort by").select_option("number")
+        page.get_by_role("button", name="Filter").click()
+        expect(rows).to_have_count(3)
+        expect(page.get_by_text("3 not yet bid")).to_be_visible()
+        assert [t.split()[0] for t in rows.locator("td:first-child").all_inner_texts()] == [
+            "1", "2", "4"]
+        browser.close()
+    sub3 = db.scalar(select(m.Submission).where(m.Submission.venue_id == venue.id,
+                                                m.Submission.number == 3))
+    db.expire_all()
+    bids = {b.submission_id: b.value for b in db.scalars(select(m.Bid).where(
+        m.Bid.user_id == rev.actor.id))}
+    assert bids == {sub3.id: 2}
