@@ -1,7 +1,9 @@
 """How much training makes NTP coherent on Line / Circle at the full setting (10,000 training
 lines, 10-symbol seeds)? Trains one model, resumable (rerun the same command after a kill), and
 prints a learning-curve point (loss, coherence, creativity on greedy decoding of fresh seeds)
-every ``--eval-every`` steps; the points are kept in OUT/curve.jsonl.
+every ``--eval-every`` steps; the points are kept in OUT/curve.jsonl. When training is done it
+scores 1,024 generations on fresh prompts (evaluation seed 0) and writes OUT/model/card.json
+(the command, settings, curve and that evaluation): OUT/model is then a shippable model folder.
 
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/creativity_coherence_budget.py \\
         --task line --steps 12000 --out /tmp/coh-line
@@ -11,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
+from pathlib import Path
 
 import torch
 
 from icml25.creativity.tasks import generate, make_task
-from icml25.creativity.training import TrainSettings, train_model
+from icml25.creativity.training import TrainSettings, evaluate_model, train_model
 
 
 def main() -> None:
@@ -52,6 +57,16 @@ def main() -> None:
                       on_log=lambda r: print(json.dumps({k: round(v, 4) for k, v in r.items()}),
                                              flush=True))
     print(json.dumps({"done": not run.stopped_early, "seconds": run.seconds}), flush=True)
+    if run.stopped_early:
+        return
+    evaluation = evaluate_model(run, n=1024, seed=0)
+    card = {"task": a.task, "method": a.method, "seed_len": a.seed_len,
+            "command": "OMP_NUM_THREADS=1 .venv/bin/python " + shlex.join(sys.argv),
+            "settings": vars(a), "params": run.model.num_params(),
+            "train_seconds_last_leg": run.seconds, "curve": run.curve,
+            "evaluation": {"seed": 0, "decoding": "greedy on fresh seeds", **evaluation}}
+    Path(a.out, "model", "card.json").write_text(json.dumps(card, indent=2))
+    print(json.dumps({"evaluation": evaluation}), flush=True)
 
 
 if __name__ == "__main__":

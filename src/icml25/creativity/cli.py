@@ -194,7 +194,10 @@ def train_cmd(
 
 @app.command()
 def evaluate(
-    checkpoint: Annotated[Path, typer.Argument(help="Run folder from `train`.")],
+    checkpoint: Annotated[Path | None, typer.Argument(
+        help="Run folder from `train` (or use --shipped).")] = None,
+    shipped: Annotated[str | None, typer.Option(
+        "--shipped", help="A model shipped with the package, e.g. line-ntp.")] = None,
     n: Annotated[int, typer.Option(min=1, help="Generations (one per fresh prompt).")] = 1024,
     temperature: Annotated[float | None, typer.Option(
         min=0.0, help="0 = greedy (default for causal models; 1 for diffusion).")] = None,
@@ -204,6 +207,8 @@ def evaluate(
     answers_out: Annotated[Path | None, typer.Option("--answers", help="Save generations.")]
     = None,
     device: Device = "auto",
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object on one line (for scripts).")] = False,
 ) -> None:
     """Generate from a trained model on fresh prompts and print the creativity scores."""
     import numpy as np
@@ -212,10 +217,18 @@ def evaluate(
     from icml25.creativity.scoring import Scorer
     from icml25.creativity.training import fresh_prompts, generate_answers, load_run
 
+    if (checkpoint is None) == (shipped is None):
+        raise typer.BadParameter("give a run folder or --shipped NAME (one of them)",
+                                 param_hint="CHECKPOINT")
     try:
+        if shipped is not None:
+            from icml25.creativity.shipped import shipped_dir
+
+            checkpoint = shipped_dir(shipped)
         run = load_run(checkpoint)
     except (FileNotFoundError, ValueError) as exc:
-        raise typer.BadParameter(str(exc), param_hint="CHECKPOINT") from None
+        raise typer.BadParameter(str(exc), param_hint="--shipped" if shipped else
+                                 "CHECKPOINT") from None
     rng = np.random.default_rng(seed)
     if temperature is None:
         temperature = get_method(run.method).default_temperature
@@ -231,12 +244,15 @@ def evaluate(
         where = place(run.model, device)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--device") from None
-    answers = generate_answers(run, prompts, temperature=temperature, top_k=top_k,
-                               generator=torch.Generator(device=where).manual_seed(seed))
+    try:
+        answers = generate_answers(run, prompts, temperature=temperature, top_k=top_k,
+                                   generator=torch.Generator(device=where).manual_seed(seed))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     report = Scorer(run.task, run.train).score(answers, skip_errors=False).summary()
     report.update(task=run.task.name, method=run.method, seed_len=run.seed_len,
                   temperature=temperature, top_k=top_k)
     if answers_out is not None:
         answers_out.write_text("".join(f"{p}\t{a}\n" for p, a in zip(prompts, answers,
                                                                         strict=True)))
-    print(json.dumps(report, indent=2))
+    print(json.dumps(report) if as_json else json.dumps(report, indent=2))

@@ -20,7 +20,7 @@ from icml25.core.verdicts import Direction, NoGain
 
 PAPER = ("Nagarajan, Wu, Ding & Raghunathan (ICML 2025), Roll the dice & look before you leap: "
          "going beyond the creative limits of next-token prediction")
-METHOD_ORDER = ("ntp", "teacherless", "diffusion")
+METHOD_ORDER = ("ntp", "teacherless", "diffusion", "diffusion-uniform")
 MODEL = {"d_model": 64, "n_layers": 2, "n_heads": 4, "batch_size": 64, "lr": 1e-3,
          "warmup_steps": 50}
 
@@ -93,7 +93,7 @@ def _run_cell(task, data, s: dict, seed: int, method: str, cond: str, seed_len: 
         for temp in s["temperatures"]:
             evals[f"T={temp}"] = evaluate_model(run, scorer=scorer, n=s["n_eval"],
                                                 temperature=temp, seed=seed)
-        if s.get("top_k"):
+        if s.get("top_k") and run.method in ("ntp", "teacherless"):  # a causal decoding knob
             t = s["temperatures"][-1]
             evals[f"T={t},top-k={s['top_k']}"] = evaluate_model(
                 run, scorer=scorer, n=s["n_eval"], temperature=t, top_k=s["top_k"], seed=seed)
@@ -154,12 +154,13 @@ def claims(task: str, grid: dict, methods, top_k: int = 0) -> list[dict]:
         for m in [m for m in methods if m != "ntp"]:
             label, ev = _best(grid, m)
             d, ci = _diff(ev, ntp)
-            gain = m == "diffusion" and MULTI_TOKEN_CLAIM[task] == "gain"
+            diffusion = m.startswith("diffusion")  # absorbing or uniform (Fig. 4 shows both)
+            gain = diffusion and MULTI_TOKEN_CLAIM[task] == "gain"
             rows_note = f"{say(m, label, ev)} vs {say('ntp', ntp_label, ntp)}"
             if gain:
                 row(f"creativity {m} - ntp (best decoding each)", [ev, ntp], d,
                     f"{m} more creative than NTP (Fig. 4)", Direction(+1, ci=ci), rows_note)
-            elif m == "diffusion":  # Sibling: SEDD mildly worse than NTP
+            elif diffusion:  # Sibling: SEDD mildly worse than NTP
                 row(f"creativity {m} - ntp (best decoding each)", [ev, ntp], d,
                     f"no {m} gain over NTP on {task} (Fig. 4: mildly worse)",
                     Direction(-1, ci=ci, or_equal=True), rows_note)
@@ -169,7 +170,7 @@ def claims(task: str, grid: dict, methods, top_k: int = 0) -> list[dict]:
     for m in methods:
         seeded = grid[f"{m}/seed"]["evals"]["greedy"]
         label, null = best_null(grid[f"{m}/null"])
-        claim = "none" if m == "diffusion" else SEED_CLAIM[task]
+        claim = "none" if m.startswith("diffusion") else SEED_CLAIM[task]
         if claim == "top-k":  # §C.1: on Triangle the gap needs top-k 50 sampling
             key = next((k for k in grid[f"{m}/null"]["evals"] if "top-k" in k), None)
             if top_k and key:
@@ -187,7 +188,8 @@ def claims(task: str, grid: dict, methods, top_k: int = 0) -> list[dict]:
             row(quantity, [seeded, null], d, "gain only with top-k 50 (§C.1); top-k is off "
                 "here", None, note)
         else:
-            why = "no seed gain for diffusion" if m == "diffusion" else "no seed gain on Sibling"
+            why = ("no seed gain for diffusion" if m.startswith("diffusion")
+                   else "no seed gain on Sibling")
             row(quantity, [seeded, null], d, f"{why} (Fig. 6)",
                 Direction(-1, ci=ci, or_equal=True), note)
     return rows
@@ -228,9 +230,12 @@ def _figures(ctx: RunContext, task: str, grid: dict) -> None:
     ctx.save_figure(fig, f"{task}_curves")
 
 
-QUICK = {"tasks": ["line"], "methods": list(METHOD_ORDER), "n_train": 5000, "n_eval": 512,
-         "seed_len": 10, "steps": 500, "eval_every": 250, "curve_n": 128,
-         "temperatures": [1.0], "top_k": 0}
+# --quick evaluates the shipped models (trained by benchmarks/creativity_coherence_budget.py,
+# see their cards); --full trains the whole grid from scratch.
+QUICK = {"tasks": ["line", "circle"], "shipped": True, "n_eval": 1024, "coherence_target": 0.9}
+TRAIN_QUICK = {"tasks": ["line"], "methods": list(METHOD_ORDER), "n_train": 5000,
+               "n_eval": 512, "seed_len": 10, "steps": 500, "eval_every": 250, "curve_n": 128,
+               "temperatures": [1.0], "top_k": 0}  # the former --quick grid (run_grid)
 FULL = {"tasks": ["line", "circle"], "methods": list(METHOD_ORDER), "n_train": 10_000,
         "n_eval": 1024, "seed_len": 10, "steps": 3000, "eval_every": 500, "curve_n": 256,
         "temperatures": [0.5, 1.0, 2.0], "top_k": 50, "threads": 2,
@@ -248,6 +253,8 @@ FULL = {"tasks": ["line", "circle"], "methods": list(METHOD_ORDER), "n_train": 1
 )
 def construction(ctx: RunContext) -> Outcome:
     s = ctx.settings
+    if s.get("shipped"):
+        return _shipped_outcome(ctx)
     rows, data, notes = [], {}, []
     for task in s["tasks"]:
         grid = run_grid(task, s, ctx.seed, cache_dir=_cells(ctx))
@@ -267,6 +274,61 @@ def construction(ctx: RunContext) -> Outcome:
                  f"samples: sqrt(p(1-p)/N) (<= {0.5 / s['n_eval'] ** 0.5:.3f} at "
                  f"N={s['n_eval']}).")
     return Outcome(comparisons=rows, data=data, notes=notes)
+
+
+def evaluate_shipped(name: str, n: int, seed: int) -> dict:
+    """One shipped model scored on ``n`` fresh prompts at its default decoding."""
+    from icml25.creativity.shipped import shipped_dir
+    from icml25.creativity.training import evaluate_model, load_run
+
+    run = load_run(shipped_dir(name))
+    return {"method": run.method, "task": run.task.name, "curve": run.curve,
+            **evaluate_model(run, n=n, seed=seed)}
+
+
+def _shipped_outcome(ctx: RunContext) -> Outcome:
+    from icml25.core.verdicts import AtLeast
+    from icml25.creativity.shipped import shipped_names
+
+    s = ctx.settings
+    rows, data, notes = [], {}, []
+    target = s["coherence_target"]
+    for task in s["tasks"]:
+        names = [x for x in shipped_names() if x.startswith(f"{task}-")]
+        if not names:
+            notes.append(f"{task}: no shipped model; run --full to train the grid.")
+            continue
+        data[task] = {x: evaluate_shipped(x, s["n_eval"], ctx.seed) for x in names}
+        for ev in data[task].values():
+            se = (ev["coherence"] * (1 - ev["coherence"]) / ev["n"]) ** 0.5
+            rule = AtLeast(target) if ev["method"] in ("ntp", "teacherless") else None
+            rows.append(ctx.compare(
+                f"{task}: coherence of the shipped {ev['method']} model", round(ev["coherence"], 4),
+                published=f">= {target} (our bar for comparing methods; the paper reports no "
+                          "coherence)", rule=rule,
+                scale=f"{ev['n']} generations, greedy on fresh seeds" if ev["temperature"] == 0
+                else f"{ev['n']} generations, T = {ev['temperature']}",
+                note=f"± {se:.3f} (binomial s.e.); creativity {ev['creativity']:.3f}, "
+                     f"uniqueness {ev['uniqueness']:.3f}, memorization {ev['memorization']:.3f}"))
+        _shipped_curves(ctx, task, data[task])
+    notes.append("The paper's three claims need every method coherent and 3 training seeds per "
+                 "cell; they are judged by --full (one seed), not here. See docs/creativity.md.")
+    return Outcome(comparisons=rows, data=data, notes=notes)
+
+
+def _shipped_curves(ctx: RunContext, task: str, evals: dict) -> None:
+    if not any(ev["curve"] for ev in evals.values()):
+        return
+    fig, ax = new_figure()
+    for name, ev in evals.items():
+        steps = [p["step"] for p in ev["curve"]]
+        ax.plot(steps, [p["coherence"] for p in ev["curve"]], marker="o", label=f"{name} coherence")
+        ax.plot(steps, [p["creativity"] for p in ev["curve"]], marker="x", linestyle="--",
+                label=f"{name} creativity")
+    ax.set(xlabel="training step", ylabel="rate (256 generations per point)",
+           title=f"{task}: shipped models' learning curves")
+    legend_outside(ax, fontsize=7)
+    ctx.save_figure(fig, f"{task}_shipped_curves")
 
 
 DISCOVERY_QUICK = {

@@ -223,6 +223,8 @@ class _Absorbing(Method):
         return mdm_loss(net(noisy), tokens, masked, t, maskable)
 
     def answers(self, model, vocab, x, answer_len, *, temperature, top_k, steps, generator):
+        if top_k is not None:
+            raise ValueError("top-k is not defined for the masked diffusion sampler")
         tokens, maskable, start = _span(model, vocab, x, 0)
         filled = mdm_sample(model, tokens, maskable, steps=steps or answer_len,
                             planner="random", temperature=temperature, mask_id=vocab.mask,
