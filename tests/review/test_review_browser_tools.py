@@ -86,3 +86,51 @@ def test_a_reviewer_bids_from_the_console(site):
     bids = {b.submission_id: b.value for b in db.scalars(select(m.Bid).where(
         m.Bid.user_id == rev.actor.id))}
     assert bids == {sub3.id: 2}
+
+
+def test_a_chair_forbids_a_pair_previews_and_commits_an_assignment(site):
+    sync_api = require_browser()
+    settings, engine, db = site
+    venue = populate_venue(db, settings, "bench", Phase.ASSIGNMENT)
+    chair = service_as(db, settings, CAST.chair)
+    for a in db.scalars(select(m.Assignment).where(m.Assignment.role == "reviewer")).all():
+        chair.unassign(a.submission_id, a.user_id)  # the demo pre-assigns; start empty
+    first = db.scalar(select(m.User).where(m.User.email == CAST.reviewers[0]))
+    expect = sync_api.expect
+    with live_server(settings, engine) as base, sync_api.sync_playwright() as p:
+        browser = Browser(p, base, DEMO_PASSWORD)
+        page = browser.page_for(CAST.chair)
+        page.goto(base + "/v/bench")
+        page.get_by_role("link", name="Propose an assignment").click()
+        expect(page.get_by_text("none yet").first).to_be_visible()
+        page.get_by_label("Paper", exact=True).select_option(label="#1 " + _title(db, venue, 1))
+        page.get_by_label("Reviewer", exact=True).select_option(label=first.name)
+        page.get_by_label("Rule").select_option("forbid")
+        page.get_by_role("button", name="Save rule").click()
+        expect(page.get_by_role("status")).to_contain_text("Forbidden")
+        expect(page.get_by_text("never assign (forbid)")).to_be_visible()
+        page.get_by_label("Objective").select_option("fair")
+        page.get_by_role("button", name="Propose an assignment").click()
+        report = page.get_by_role("list", name="Constraint report")
+        expect(report).to_contain_text("✓ no forbidden pair")
+        assert "✗" not in report.inner_text()
+        row1 = page.locator("tr", has_text="#1 " + _title(db, venue, 1)).last
+        expect(row1).not_to_contain_text(first.name)
+        expect(page.get_by_role("heading", name="Per reviewer")).to_be_visible()
+        page.screenshot(path=str(screenshot_dir() / "tools-assignment-preview.png"),
+                        full_page=True)
+        assert db.scalar(select(m.Assignment).where(m.Assignment.role == "reviewer")) is None
+        page.get_by_role("button", name="Commit these 6 pairs").click()
+        expect(page.get_by_role("status")).to_contain_text("6 reviewer assignment(s) made")
+        browser.close()
+    db.expire_all()
+    pairs = {(a.submission_id, a.user_id) for a in db.scalars(
+        select(m.Assignment).where(m.Assignment.role == "reviewer"))}
+    sub1 = db.scalar(select(m.Submission.id).where(m.Submission.venue_id == venue.id,
+                                                   m.Submission.number == 1))
+    assert len(pairs) == 6 and (sub1, first.id) not in pairs
+
+
+def _title(db, venue, number: int) -> str:
+    return db.scalar(select(m.Submission.title).where(m.Submission.venue_id == venue.id,
+                                                      m.Submission.number == number))

@@ -105,7 +105,7 @@ def test_chairs_preview_the_optimal_assignment_before_committing_it(client, db, 
     r = client.post("/v/prev/assignment", data={"csrf_token": csrf_of(page.text),
                                                 "objective": "fair", "bid_weight": "0.5",
                                                 "top_k": "50", "affinity": "tfidf"})
-    assert r.status_code == 200 and "Mean affinity of the chosen pairs" in r.text
+    assert r.status_code == 200 and "mean affinity of the chosen pairs" in r.text
     assert db.scalar(select(func.count()).select_from(m.Assignment)) == n_before  # a preview
     pairs = re.search(r'name="pairs" value="([\d:,]*)"', r.text).group(1)
     n_new = len([p for p in pairs.split(",") if p])
@@ -190,6 +190,10 @@ def test_the_chairs_submission_table_shows_each_papers_progress(client, db, sett
     assert "Reviews in" not in client.get("/v/prog").text  # reviewers do not see progress
 
 
+def _bearer(db, settings, email: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {service_as(db, settings, email).create_api_token('t')}"}
+
+
 def _bidding_venue(db, settings, slug: str):
     from icml25.review.demo import default_text
 
@@ -259,3 +263,82 @@ def test_the_bidding_console_in_the_api(client, db, settings):
     bid_ids = {b.submission_id for b in db.scalars(select(m.Bid).where(
         m.Bid.user_id == rev.actor.id))}
     assert bid_ids == {top["id"], table["rows"][1]["id"]}
+
+
+def _empty_assignment_venue(db, settings, slug: str):
+    venue = populate_venue(db, settings, slug, Phase.ASSIGNMENT)
+    chair = service_as(db, settings, CAST.chair)
+    for a in db.scalars(select(m.Assignment).join(m.Submission).where(
+            m.Submission.venue_id == venue.id, m.Assignment.role == "reviewer")).all():
+        chair.unassign(a.submission_id, a.user_id)  # the demo pre-assigns; start empty
+    subs = db.scalars(select(m.Submission).where(m.Submission.venue_id == venue.id)
+                      .order_by(m.Submission.number)).all()
+    revs = [db.scalar(select(m.User).where(m.User.email == e)) for e in CAST.reviewers]
+    return venue, chair, subs, revs
+
+
+def test_the_workbench_previews_pins_forbids_loads_and_a_constraint_report(
+        client, db, settings):
+    venue, chair, subs, revs = _empty_assignment_venue(db, settings, "wb")
+    chair.assign(subs[0].id, revs[3].id)  # one current pair, kept by every proposal
+    chair.set_pair_constraint(subs[0].id, revs[0].id, "forbid")
+    chair.set_pair_constraint(subs[1].id, revs[0].id, "pin")
+    auth = {"Authorization": f"Bearer {chair.create_api_token('t')}"}
+    wb = client.get("/api/v1/venues/wb/assignment/workbench", headers=auth).json()
+    assert wb["n_current_pairs"] == 1
+    assert {(c["number"], c["kind"]) for c in wb["constraints"]} == {(1, "forbid"), (2, "pin")}
+    assert {u["name"]: u["load"] for u in wb["reviewers"]}[revs[3].name] == 1
+    before = db.scalar(select(func.count()).select_from(m.Assignment))
+    p = client.post("/api/v1/venues/wb/assignment/preview", headers=auth,
+                    json={"objective": "fair"}).json()
+    assert db.scalar(select(func.count()).select_from(m.Assignment)) == before  # writes nothing
+    assert all(rule["ok"] for rule in p["report"]), p["report"]
+    papers = {row["number"]: row for row in p["by_paper"]}
+    names = {n: {r["name"] for r in row["reviewers"]} for n, row in papers.items()}
+    assert revs[0].name not in names[1] and revs[0].name in names[2]  # forbid, pin
+    assert all(len(v) == venue.reviews_per_paper for v in names.values())
+    status = {(r["number"], r["name"]): r["status"] for row in p["by_paper"]
+              for r in row["reviewers"]}
+    assert status[(1, revs[3].name)] == "current" and status[(2, revs[0].name)] == "pinned"
+    assert p["compare"] == p["compare"] | {"n_current": 1, "n_kept": 1,
+                                            "n_new": 2 * venue.reviews_per_paper - 1}
+    loads = {u["name"]: (u["current"], u["proposed"]) for u in p["loads"]}
+    assert sum(v[1] for v in loads.values()) == 2 * venue.reviews_per_paper
+    assert loads[revs[3].name][0] == 1
+    # the report is checked from the pairs, so it notices a broken rule
+    from icml25.review.services.workbench import constraint_report
+
+    bundles = {b.submission.id: b for b in chair.bundles(venue)}
+    users = {u.id: u for u in revs}
+    bad = [{"submission_id": subs[0].id, "user_id": revs[0].id}]
+    report = {r["rule"]: r for r in constraint_report(
+        bad, bundles, users, {(subs[0].id, revs[0].id): "forbid",
+                              (subs[1].id, revs[0].id): "pin"}, 3, 6)}
+    assert not report["no forbidden pair"]["ok"] and not report["every pinned pair kept"]["ok"]
+    assert not report["every paper has 3 reviewers"]["ok"]
+    assert report["no conflicted reviewer"]["ok"]
+    # the page form sets and clears rules; bad input is a 400, non-chairs a 403
+    web_login(client, CAST.chair, DEMO_PASSWORD)
+    page = client.get("/v/wb/assignment").text
+    assert "Pins and forbids" in page and "never assign (forbid)" in page
+    r = client.post("/v/wb/assignment/pairs", data={
+        "csrf_token": csrf_of(page), "submission_id": subs[1].id, "user_id": revs[0].id,
+        "kind": "none"})
+    assert r.status_code == 200 and "Cleared" in r.text
+    assert not db.scalar(select(m.PairConstraint).where(
+        m.PairConstraint.submission_id == subs[1].id))
+    assert client.post("/v/wb/assignment/pairs", data={
+        "csrf_token": csrf_of(page), "submission_id": subs[1].id, "user_id": revs[0].id,
+        "kind": "maybe"}).status_code == 400
+    chair_id = db.scalar(select(m.User.id).where(m.User.email == CAST.chair))
+    assert client.post("/v/wb/assignment/pairs", data={
+        "csrf_token": csrf_of(page), "submission_id": subs[1].id, "user_id": chair_id,
+        "kind": "pin"}).status_code == 400  # not a reviewer of the venue
+    shown = client.post("/v/wb/assignment", data={"csrf_token": csrf_of(page),
+                                                  "objective": "total"}).text
+    assert "Constraint report" in shown and "✗" not in shown and "Per reviewer" in shown
+    rev_auth = _bearer(db, settings, CAST.reviewers[0])
+    assert client.get("/api/v1/venues/wb/assignment/workbench",
+                      headers=rev_auth).status_code == 403
+    assert client.post("/api/v1/venues/wb/assignment/preview", headers=rev_auth,
+                       json={}).status_code == 403

@@ -204,7 +204,7 @@ GENERIC_FORM = {"email": "someone@x.example", "password": "long-enough-pw", "nam
                 "slug": "new-venue", "role": "reviewer", "user_id": "1", "value": "1",
                 "text": "t", "comprehension": "3", "constructiveness": "3", "title": "T",
                 "abstract": "A", "outcome": "accept", "recommendation": "accept", "pairs": "",
-                "bid_1": "1"}
+                "bid_1": "1", "submission_id": "1", "kind": "none"}
 GENERIC_JSON = {"title": "T", "abstract": "A", "authors": [{"name": "N", "email": "a@b.example"}],
                 "email": "someone@x.example", "role": "reviewer", "summary": "s",
                 "strengths": "s", "questions": "q", "weaknesses": "w", "score": 5,

@@ -33,11 +33,12 @@ from icml25.review.services.reviewing import Reviewing
 from icml25.review.services.rewards import Rewards
 from icml25.review.services.submissions import Submissions
 from icml25.review.services.venues import Venues
+from icml25.review.services.workbench import Workbench
 
 SERVICES: dict[str, type[Service]] = {
     "accounts": Accounts, "venues": Venues, "submissions": Submissions,
     "reviewing": Reviewing, "assignments": Assignments, "rewards": Rewards, "outbox": Outbox,
-    "bidding": Bidding,
+    "bidding": Bidding, "workbench": Workbench,
 }
 
 
@@ -68,6 +69,7 @@ class ReviewService(UsesContext):
     reviewing: Reviewing
     assignments: Assignments
     bidding: Bidding
+    workbench: Workbench
     rewards: Rewards
     outbox: Outbox
 

@@ -17,6 +17,15 @@ from icml25.review.visibility import Bundle
 from icml25.review.workflow import Phase, Role, pseudonym
 
 
+def institution_key(u: m.User) -> str | None:
+    """A reviewer's institution: the affiliation, else a non-public mail domain (None: none
+    known). At most one reviewer per institution reviews a paper."""
+    key = (u.affiliation or "").strip().lower()
+    if not key and domain(u.email) not in PUBLIC_DOMAINS:
+        key = "@" + domain(u.email)
+    return key or None
+
+
 class Assignments(Service):
     """Matching."""
 
@@ -125,6 +134,8 @@ class Assignments(Service):
         if kind not in ("pin", "forbid", "none"):
             raise ServiceError("kind is pin, forbid or none")
         user_id = int(user_id)
+        if kind != "none" and Role.REVIEWER not in self.roles(b.venue.id, user_id):
+            raise ServiceError("pins and forbids are for reviewers of this venue")
         if kind == "pin" and (user_id in b.conflict_user_ids or user_id in b.author_user_ids()):
             raise ServiceError("a conflicted reviewer cannot be pinned")
         row = self.db.scalar(select(m.PairConstraint).where(
@@ -140,13 +151,11 @@ class Assignments(Service):
         self._commit()
 
     def _institution_ids(self, users: list[m.User]) -> np.ndarray:
-        """Institution of each reviewer: the affiliation, else a non-public mail domain."""
+        """Institution of each reviewer (:func:`institution_key`) as small ids; -1 = none."""
         keys: dict[str, int] = {}
         out = np.full(len(users), -1, dtype=np.int64)
         for j, u in enumerate(users):
-            key = (u.affiliation or "").strip().lower()
-            if not key and domain(u.email) not in PUBLIC_DOMAINS:
-                key = "@" + domain(u.email)
+            key = institution_key(u)
             if key:
                 out[j] = keys.setdefault(key, len(keys))
         return out

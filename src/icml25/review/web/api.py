@@ -241,6 +241,19 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
     def proposal(s: S, slug: str, body: sc.ProposalIn) -> dict:
         return s.propose_assignment(s.venue(slug), **body.model_dump())
 
+    @app.get("/venues/{slug}/assignment/workbench", response_model=sc.View,
+             summary="The current assignment, loads, pins and forbids (chairs)")
+    @one_hop
+    def workbench(s: S, slug: str) -> dict:
+        return s.assignment_workbench(s.venue(slug))
+
+    @app.post("/venues/{slug}/assignment/preview", response_model=sc.View,
+              summary="The proposal per paper and reviewer, its constraint report and its "
+                      "comparison with the current assignment; writes nothing (chairs)")
+    @one_hop
+    def preview(s: S, slug: str, body: sc.ProposalIn) -> dict:
+        return s.preview_assignment(s.venue(slug), **body.model_dump())
+
     @app.post("/venues/{slug}/assignment/commit", summary="Write reviewed pairs (chairs)",
               response_model=sc.NewAssignmentsOut)
     @one_hop

@@ -197,16 +197,16 @@ def pages() -> APIRouter:
     @r.get("/v/{slug}/assignment", response_class=HTMLResponse)
     def assignment_page(c: C, slug: str) -> Response:
         v = c.svc.venue(slug)
-        c.svc.check_assignment(v)
         return render(c, "assignment.html", v=c.svc.venue_page(v), form=ProposalForm(),
-                      proposal=None)
+                      wb=c.svc.assignment_workbench(v), proposal=None)
 
     @r.post("/v/{slug}/assignment", response_class=HTMLResponse)
     def propose(c: C, slug: str, f: Annotated[ProposalForm, Form()]) -> Response:
         v = c.svc.venue(slug)
-        proposal = c.svc.propose_assignment(v, objective=f.objective, affinity=f.affinity,
+        proposal = c.svc.preview_assignment(v, objective=f.objective, affinity=f.affinity,
                                             bid_weight=f.bid_weight, top_k=f.top_k)
-        return render(c, "assignment.html", v=c.svc.venue_page(v), form=f, proposal=proposal)
+        return render(c, "assignment.html", v=c.svc.venue_page(v), form=f,
+                      wb=c.svc.assignment_workbench(v), proposal=proposal)
 
     @r.post("/v/{slug}/assignment/commit")
     def commit_assignment(c: C, slug: str, f: Annotated[CommitForm, Form()]) -> Response:

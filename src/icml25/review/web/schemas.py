@@ -99,6 +99,12 @@ class ProposalForm(_Form):
     top_k: int = Field(default=50, ge=1, le=10_000)
 
 
+class PairForm(_Form):
+    submission_id: int
+    user_id: int
+    kind: Literal["pin", "forbid", "none"]
+
+
 class CommitForm(_Form):
     pairs: str = Field(default="", pattern=r"^(\d+:\d+(,\d+:\d+)*)?$")  # "sid:uid,..."
 
