@@ -73,7 +73,7 @@ def test_bad_decoder_choices_are_usage_errors(untrained, args, hint):
 
 
 def test_every_task_builds_its_model_and_refuses_options_it_does_not_use():
-    assert set(TASKS) == {"sudoku", "sudoku-ar", "zebra"}
+    assert set(TASKS) == {"sudoku", "sudoku-ar", "zebra", "text", "text-causal"}
     sizes = dict(d_model=16, n_layers=1, n_heads=2, dropout=0.0)
     cfg = TrainConfig(steps=1, batch_size=2)
     for name in TASKS:

@@ -146,7 +146,7 @@ def generate(
 
 @app.command()
 def train(
-    task: Annotated[str, typer.Option(help="sudoku | zebra")] = "sudoku",
+    task: Annotated[str, typer.Option(help="sudoku | zebra | text")] = "sudoku",
     data: Annotated[list[Path] | None, typer.Option(
         help="sudoku .npz / zebra .jsonl data from `generate` (default: generate)")] = None,
     n_puzzles: Annotated[int, typer.Option(help="Base puzzles to generate when no --data.")] = 2000,
@@ -186,7 +186,8 @@ def train(
         help="learned | rotary (default: learned for Sudoku, as in the paper; rotary for Zebra, "
              "whose clue tokens are read by their relative offsets; see docs/mdm.md).")] = None,
     autoregressive: Annotated[bool, typer.Option(
-        help="Sudoku: train the row-major causal baseline instead of the MDM.")] = False,
+        help="Sudoku: train the row-major causal baseline instead of the MDM; text: the causal "
+             "judge of generative perplexity.")] = False,
     init: Annotated[Path | None, typer.Option(
         help="Start from this model's weights (a run's model/ or checkpoint/) with a fresh "
              "optimizer and schedule: a warm restart. Its config replaces the size options.")]
@@ -194,17 +195,18 @@ def train(
     checkpoint_every: int = 500,
     seed: int = 0,
 ) -> None:
-    """Train a Sudoku or Zebra masked diffusion model (resumable; works under torchrun)."""
+    """Train a Sudoku, Zebra or text masked diffusion model (resumable; works under torchrun)."""
     from icml25.mdm.model_io import load_model, write_training_card
     from icml25.mdm.tasks import check_options, get_task, train_task
     from icml25.nn import TrainConfig, is_main_process
     from icml25.nn.presets import get_preset, with_overrides
 
-    if task not in ("sudoku", "zebra"):
-        raise typer.BadParameter("sudoku or zebra", param_hint="--task")
-    if autoregressive and task != "sudoku":
-        raise typer.BadParameter("Sudoku only", param_hint="--autoregressive")
-    spec = get_task("sudoku-ar" if autoregressive else task)
+    if task not in ("sudoku", "zebra", "text"):
+        raise typer.BadParameter("sudoku, zebra or text", param_hint="--task")
+    if autoregressive and task == "zebra":
+        raise typer.BadParameter("Sudoku and text only", param_hint="--autoregressive")
+    spec = get_task({"sudoku": "sudoku-ar", "text": "text-causal"}[task] if autoregressive
+                    else task)
     try:
         recipe = with_overrides(get_preset(spec.preset, preset), steps=steps,
                                 batch_size=batch_size, lr=lr, warmup_steps=warmup,
@@ -242,7 +244,10 @@ def train(
         check_options(spec, **options)  # before any data is made
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    data_set = spec.load(data, n_puzzles, seed)
+    try:
+        data_set = spec.load(data, n_puzzles, seed)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--data") from None
     try:
         model, log = train_task(spec, data_set, cfg, sizes, on_log=show, init=start, **options)
     except ValueError as exc:  # an --init model of another kind or size, unusable data
