@@ -138,6 +138,49 @@ def test_em_gaussian_matches_sample_moments_on_complete_data_and_recovers_under_
     assert np.all(np.abs(S2 - np.linalg.inv(P)) < 5 * se)
 
 
+def _em_one_step_by_rows(X, mu, S):
+    """One EM step written row by row from the textbook conditional-Gaussian formulas."""
+    n, d = X.shape
+    Xhat, C = X.copy(), np.zeros((d, d))
+    for i in range(n):
+        m = np.isnan(X[i])
+        if not m.any():
+            continue
+        o = ~m
+        B = S[np.ix_(m, o)] @ np.linalg.inv(S[np.ix_(o, o)])
+        Xhat[i, m] = mu[m] + B @ (X[i, o] - mu[o])
+        C[np.ix_(m, m)] += S[np.ix_(m, m)] - B @ S[np.ix_(o, m)]
+    mu_new = Xhat.mean(0)
+    return mu_new, ((Xhat - mu_new).T @ (Xhat - mu_new) + C) / n
+
+
+@pytest.mark.parametrize("p_missing", [0.2, 0.7])
+def test_batched_em_step_and_pairwise_covariance_match_row_by_row_formulas(p_missing):
+    """The batched E-step (k x k blocks of P, or S_oo when most entries are missing) and the
+    all-pairs covariance equal their one-row-at-a-time / one-pair-at-a-time definitions."""
+    rng = np.random.default_rng(7)
+    P, _ = _chain(d=7)
+    d = P.shape[0]
+    X = sample_gaussian(60, np.zeros(d), P, rng)
+    X[mcar_mask(X.shape, p_missing, rng)] = np.nan
+    X = X[~np.isnan(X).all(1)]
+    obs = ~np.isnan(X)
+    mu0 = np.array([X[obs[:, j], j].mean() for j in range(d)])
+    S0 = np.diag([X[obs[:, j], j].var() + 1e-6 for j in range(d)])
+    want_mu, want_S = _em_one_step_by_rows(X, mu0, S0)
+    mu1, S1, it = em_gaussian(X, max_iter=1)
+    assert it == 1
+    np.testing.assert_allclose(mu1, want_mu, atol=1e-12)
+    np.testing.assert_allclose(S1, 0.5 * (want_S + want_S.T), atol=1e-12)
+    pair = np.zeros((d, d))
+    for i in range(d):
+        for j in range(d):
+            both = obs[:, i] & obs[:, j]
+            a, b = X[both, i], X[both, j]
+            pair[i, j] = np.mean((a - a.mean()) * (b - b.mean())) if both.sum() >= 2 else 0.0
+    np.testing.assert_allclose(pairwise_covariance(X), pair, atol=1e-12)
+
+
 @pytest.mark.parametrize("baseline", [glasso_mean_impute, glasso_pairwise, em_glasso])
 def test_glasso_baselines_find_an_easy_graph(baseline):
     P, adj = _chain()

@@ -74,19 +74,18 @@ def glasso_path(cov: np.ndarray, alphas=None, threshold: float = 1e-4) -> Glasso
 
 def pairwise_covariance(X) -> np.ndarray:
     """Covariance from pairwise-complete observations (each entry from the rows where both
-    coordinates are observed), centred by pairwise means."""
+    coordinates are observed), centred by pairwise means; 0 where fewer than 2 such rows.
+    All pairs at once: with M the 0/1 mask and Z the zero-filled data, the pair counts are
+    M'M, the cross sums Z'Z and each coordinate's sums over the pair's rows Z'M and M'Z."""
     Xc, obs, _ = check_missing_array(X)
-    d = Xc.shape[1]
-    S = np.empty((d, d))
-    for i in range(d):
-        for j in range(i, d):
-            both = obs[:, i] & obs[:, j]
-            if both.sum() < 2:
-                S[i, j] = S[j, i] = 0.0
-                continue
-            a, b = Xc[both, i], Xc[both, j]
-            S[i, j] = S[j, i] = float(np.mean((a - a.mean()) * (b - b.mean())))
-    return S
+    M = obs.astype(float)
+    Z = np.where(obs, Xc, 0.0)
+    N = M.T @ M
+    ok = N >= 2
+    Nz = np.where(ok, N, 1.0)
+    S = (Z.T @ Z - (Z.T @ M) * (M.T @ Z) / Nz) / Nz
+    S = np.where(ok, S, 0.0)
+    return 0.5 * (S + S.T)
 
 
 def glasso_mean_impute(X, alphas=None) -> GlassoPath:
@@ -105,37 +104,58 @@ def glasso_pairwise(X, alphas=None) -> GlassoPath:
 def em_gaussian(X, max_iter: int = 200, tol: float = 1e-6):
     """Maximum-likelihood mean and covariance of a Gaussian from data with NaN (EM).
 
-    E-step, batched over rows: with P = S^{-1} and A = block-diag(P_mm, I) in each row's own
-    coordinates, the missing block has conditional mean mu_m - P_mm^{-1} P_mo (x_o - mu_o) and
-    covariance P_mm^{-1} (the missing block of A^{-1}); M-step: completed-data moments.
+    E-step with P = S^{-1}: each row's missing block m has conditional mean
+    mu_m - P_mm^{-1} P_mo (x_o - mu_o) and covariance P_mm^{-1}; M-step: completed-data moments.
+    Rows are batched by their number of missing entries k, so each batch inverts its own
+    k x k blocks (at 50% missingness about 8x fewer flops than inverting d x d matrices).
     Returns (mean, covariance, n_iter)."""
     Xc, obs, _ = check_missing_array(X)
     n, d = Xc.shape
-    miss = (~obs).astype(float)
     mu = np.array([Xc[obs[:, j], j].mean() for j in range(d)])
     S = np.diag([Xc[obs[:, j], j].var() + 1e-6 for j in range(d)])
-    eye = np.eye(d)
+    groups = _missing_groups(obs)
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
         P = np.linalg.inv(S)
         Xhat = np.where(obs, Xc, 0.0)
-        C = np.zeros((d, d))
-        for lo in range(0, n, 256):
-            m, o = miss[lo:lo + 256], 1.0 - miss[lo:lo + 256]
-            A = m[:, :, None] * P * m[:, None, :] + o[:, :, None] * eye
-            Ainv = np.linalg.inv(A)
-            b = m * ((o * (Xhat[lo:lo + 256] - mu)) @ P)
-            cmean = mu - np.einsum("nij,nj->ni", Ainv, b)
-            Xhat[lo:lo + 256] = np.where(obs[lo:lo + 256], Xhat[lo:lo + 256], cmean)
-            C += np.einsum("ni,nij,nj->ij", m, Ainv, m)
+        V = (np.where(obs, Xc - mu, 0.0)) @ P  # (P z)_m = P_mo z_o for zero-filled z
+        C = np.zeros(d * d)
+        for rows, mi, oi in groups:
+            if mi.shape[1] <= oi.shape[1]:  # invert the k x k block P_mm
+                cov = np.linalg.inv(P[mi[:, :, None], mi[:, None, :]])
+                vm = np.take_along_axis(V[rows], mi, axis=1)
+                Xhat[rows[:, None], mi] = mu[mi] - np.einsum("nij,nj->ni", cov, vm)
+            else:  # the same conditional from S: invert the smaller observed block S_oo
+                Smo = S[mi[:, :, None], oi[:, None, :]]
+                B = np.linalg.solve(S[oi[:, :, None], oi[:, None, :]],
+                                    np.swapaxes(Smo, 1, 2))  # S_oo^-1 S_om
+                zo = np.take_along_axis(Xc[rows], oi, axis=1) - mu[oi]
+                Xhat[rows[:, None], mi] = mu[mi] + np.einsum("noi,no->ni", B, zo)
+                cov = S[mi[:, :, None], mi[:, None, :]] - Smo @ B
+            flat = (mi[:, :, None] * d + mi[:, None, :]).ravel()
+            C += np.bincount(flat, weights=cov.ravel(), minlength=d * d)
         mu_new = Xhat.mean(0)
         D = Xhat - mu_new
-        S_new = (D.T @ D + C) / n
+        S_new = (D.T @ D + C.reshape(d, d)) / n
         done = np.abs(S_new - S).max() < tol and np.abs(mu_new - mu).max() < tol
         mu, S = mu_new, 0.5 * (S_new + S_new.T)
         if done:
             break
     return mu, S, it
+
+
+def _missing_groups(obs: np.ndarray, chunk: int = 512) -> list[tuple]:
+    """Rows with missing entries, grouped by how many (in chunks): (row indices, (rows, k)
+    missing-coordinate indices, (rows, d - k) observed ones) per group."""
+    n_miss = (~obs).sum(1)
+    order = np.argsort(obs, axis=1, kind="stable")  # missing (False) coordinates first
+    out = []
+    for k in np.unique(n_miss[n_miss > 0]):
+        rows = np.flatnonzero(n_miss == k)
+        for lo in range(0, rows.size, chunk):
+            r = rows[lo:lo + chunk]
+            out.append((r, order[r, :k], order[r, k:]))
+    return out
 
 
 def em_glasso(X, alphas=None, max_iter: int = 200) -> GlassoPath:

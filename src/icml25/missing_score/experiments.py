@@ -4,6 +4,10 @@ not tables, so the comparisons are the rankings it states)."""
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import numpy as np
 
 from icml25.core import Outcome, RunContext, experiment, new_figure
@@ -28,6 +32,111 @@ def _seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2**31))
 
 
+# -- resumable cells ----------------------------------------------------------------------
+# A cell is one data set (one level of the swept quantity, one repetition) with every method
+# fitted on it. The data sets and fit seeds are drawn up front in the order the experiments
+# always drew them, so a cell's numbers do not depend on which cells ran before it, and a
+# --full run can stop and resume one finished cell at a time.
+
+CELLS_ENV = "ICML25_MISSING_SCORE_CELLS"
+# settings that say which cells to run now, not what a cell computes
+_NOT_KEYS = ("cells_dir", "cached_only", "deadline", "levels")
+
+
+def cells_dir(ctx: RunContext) -> Path | None:
+    """Where --full keeps finished cells: ``settings["cells_dir"]``, else
+    ``$ICML25_MISSING_SCORE_CELLS/<name>`` (the repository keeps its runs in
+    ``data/missing_score/full_cells``), else ``<out_dir>/cells``; quick runs recompute."""
+    if ctx.settings.get("cells_dir"):
+        return Path(ctx.settings["cells_dir"])
+    if ctx.mode != "full":
+        return None
+    root = os.environ.get(CELLS_ENV)
+    return Path(root) / ctx.experiment.name if root else ctx.out_dir / "cells"
+
+
+def cell_key(ctx: RunContext, job: tuple[int, int]) -> dict:
+    """What a cell's result depends on: the experiment, seed, job and result-changing settings."""
+    s = {k: v for k, v in ctx.settings.items() if k not in _NOT_KEYS}
+    return json.loads(json.dumps({"experiment": ctx.experiment.name, "seed": ctx.seed,
+                                  "job": list(job), "settings": s}))
+
+
+def cell_path(folder: Path, job: tuple[int, int]) -> Path:
+    return folder / f"level{job[0]}_rep{job[1]}.json"
+
+
+def load_cell(folder: Path | None, key: dict) -> dict | None:
+    """A finished cell with this key, or None."""
+    if folder is None:
+        return None
+    path = cell_path(folder, tuple(key["job"]))
+    if not path.exists():
+        return None
+    saved = json.loads(path.read_text())
+    return saved["result"] if saved.get("key") == key else None
+
+
+def save_cell(folder: Path | None, key: dict, result: dict, seconds: float) -> None:
+    if folder is None:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    path = cell_path(folder, tuple(key["job"]))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": key, "result": result, "seconds": round(seconds, 1)},
+                              indent=1))
+    tmp.replace(path)
+
+
+def run_cells(ctx: RunContext, jobs: list, compute, description: str) -> dict:
+    """``{(level, rep): result}`` for every job ``((level, rep), payload)``, reusing stored
+    cells. Partial runs (the summary then says how many cells it has): ``settings`` keys
+    ``cached_only`` (stored cells only), ``levels`` (compute only these level indices) and
+    ``deadline`` (a ``time.time()`` after which no new cell starts)."""
+    import time
+
+    from icml25.core import track
+
+    s = ctx.settings
+    folder = cells_dir(ctx)
+    out, todo = {}, []
+    for job, payload in jobs:
+        saved = load_cell(folder, cell_key(ctx, job))
+        if saved is not None:
+            out[job] = saved
+        elif not s.get("cached_only") and (s.get("levels") is None or job[0] in s["levels"]):
+            todo.append((job, payload))
+    todo.sort(key=lambda jp: (jp[0][1], jp[0][0]))  # repetition-major: every level early
+    for job, payload in track(todo, description=description):
+        if s.get("deadline") is not None and time.time() > s["deadline"]:
+            break
+        t0 = time.perf_counter()
+        out[job] = compute(payload)
+        save_cell(folder, cell_key(ctx, job), out[job], time.perf_counter() - t0)
+    return out
+
+
+def _table(cells: dict, methods, n_levels: int, reps: int) -> dict[str, np.ndarray]:
+    """method -> (levels, reps) array of a cell metric, NaN where a cell has not run."""
+    t = {m: np.full((n_levels, reps), np.nan) for m in methods}
+    for (i, r), res in cells.items():
+        for m in methods:
+            t[m][i, r] = np.nan if res.get(m) is None else res[m]
+    return t
+
+
+def _nanstat(fn, a: np.ndarray, **kw):
+    import warnings
+
+    with warnings.catch_warnings():  # a level with no finished cell stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn(a, **kw)
+
+
+def _cells_note(cells: dict, total: int) -> list[str]:
+    return [] if len(cells) == total else [f"PARTIAL: {len(cells)} of {total} cells finished"]
+
+
 # -- (a) truncated Gaussian: Fisher divergence vs n ----------------------------------------------
 
 def truncated_gaussian_problem(d: int, rng: np.random.Generator):
@@ -45,14 +154,42 @@ def truncated_gaussian_problem(d: int, rng: np.random.Generator):
 
 def fit_truncated(X, box, method: str, s: dict, seed: int):
     """Fit a full Gaussian (mean + Cholesky precision) by ``method``; returns (P_hat, mu_hat)."""
+    import torch
+
     from icml25.missing_score import GaussianModel, fit_density
 
     d = X.shape[1]
     model = GaussianModel(d, mean=np.nanmean(X, 0))
-    fit_density(model, X, method, n_iter=s["n_iter"], lr=s["lr"], batch_size=100, seed=seed,
-                lr_decay=True, domain=box, n_draws=10, proposal_scale=s["proposal_scale"],
-                var_hidden=(20, 20), var_steps=2, var_lr=0.01)
+    with torch.random.fork_rng():  # the variational network's initialisation, from this seed
+        torch.manual_seed(seed)
+        fit_density(model, X, method, n_iter=s["n_iter"], lr=s["lr"], batch_size=100,
+                    seed=seed, lr_decay=True, domain=box, n_draws=10,
+                    proposal_scale=s["proposal_scale"], var_hidden=(20, 20), var_steps=2,
+                    var_lr=0.01)
     return model.precision().detach().numpy(), model.mean.detach().numpy()
+
+
+def truncated_jobs(s: dict, rng: np.random.Generator) -> list:
+    """Every (n, repetition) data set with its per-method fit seeds, drawn in a fixed order."""
+    from icml25.missing_score.data import mcar_mask, sample_gaussian
+
+    jobs = []
+    for i, n in enumerate(s["ns"]):
+        for r in range(s["reps"]):
+            mu, P, box = truncated_gaussian_problem(s["d"], rng)
+            X = sample_gaussian(n, mu, P, rng, domain=box)
+            Xn = np.where(mcar_mask(X.shape, s["p_missing"], rng), np.nan, X)
+            jobs.append(((i, r), (Xn, box, mu, P, [_seed(rng) for _ in s["methods"]])))
+    return jobs
+
+
+def truncated_cell(payload, s: dict) -> dict[str, float]:
+    """Fisher divergence to the truth of every method on one data set."""
+    from icml25.missing_score import fisher_divergence
+
+    Xn, box, mu, P, seeds = payload
+    return {m: float(fisher_divergence(*fit_truncated(Xn, box, m, s, seed), P, mu))
+            for m, seed in zip(s["methods"], seeds, strict=True)}
 
 
 @experiment(
@@ -73,23 +210,14 @@ def fit_truncated(X, box, method: str, s: dict, seed: int):
 )
 def truncated_gaussian(ctx: RunContext) -> Outcome:
     _torch()
-    from icml25.core import track
-    from icml25.missing_score import fisher_divergence
-    from icml25.missing_score.data import mcar_mask, sample_gaussian
-
-    s, rng = ctx.settings, ctx.rng
-    fd = {m: np.full((len(s["ns"]), s["reps"]), np.nan) for m in s["methods"]}
-    jobs = [(i, n, r) for i, n in enumerate(s["ns"]) for r in range(s["reps"])]
-    for i, n, r in track(jobs, description="truncated Gaussian"):
-        mu, P, box = truncated_gaussian_problem(s["d"], rng)
-        X = sample_gaussian(n, mu, P, rng, domain=box)
-        Xn = np.where(mcar_mask(X.shape, s["p_missing"], rng), np.nan, X)
-        for m in s["methods"]:
-            fd[m][i, r] = fisher_divergence(*fit_truncated(Xn, box, m, s, _seed(rng)), P, mu)
-    med = {m: np.median(v, 1) for m, v in fd.items()}
+    s = ctx.settings
+    jobs = truncated_jobs(s, ctx.rng)
+    cells = run_cells(ctx, jobs, lambda p: truncated_cell(p, s), "truncated Gaussian")
+    fd = _table(cells, s["methods"], len(s["ns"]), s["reps"])
+    med = {m: _nanstat(np.nanmedian, v, axis=1) for m, v in fd.items()}
     fig, ax = new_figure()
     for m in s["methods"]:
-        q = np.percentile(fd[m], [25, 75], axis=1)
+        q = _nanstat(np.nanpercentile, fd[m], q=[25, 75], axis=1)
         ax.errorbar(s["ns"], med[m], yerr=[med[m] - q[0], q[1] - med[m]], marker="o",
                     capsize=3, label=LABELS[m])
     ax.set(xlabel="n", ylabel="Fisher divergence to the truth (median, IQR)",
@@ -123,8 +251,9 @@ def truncated_gaussian(ctx: RunContext) -> Outcome:
     return Outcome(comparisons=comps,
                    data={"ns": s["ns"],
                          "fisher_divergence": {m: v.tolist() for m, v in fd.items()}},
-                   notes=["Generated data (paper's setting); the paper gives curves only, so the "
-                          "comparison is the ranking it reports."])
+                   notes=_cells_note(cells, len(jobs))
+                   + ["Generated data (paper's setting); the paper gives curves only, so the "
+                      "comparison is the ranking it reports."])
 
 
 # -- GGM helpers ---------------------------------------------------------------------------
@@ -207,16 +336,16 @@ _GGM_FULL = dict(_GGM_QUICK, n_alphas=100, var_hidden=[200, 200], var_steps=10)
 )
 def star_auc(ctx: RunContext) -> Outcome:
     _torch()
-    from icml25.core import track
-
     s, rng = ctx.settings, ctx.rng
-    auc = {m: np.full((len(s["p_missing"]), s["reps"]), np.nan) for m in s["methods"]}
-    jobs = [(i, p, r) for i, p in enumerate(s["p_missing"]) for r in range(s["reps"])]
-    for i, p, r in track(jobs, description="star graph AUC"):
-        X, adj, dom = star_problem(s["d"], s["n"], p, rng, s["truncate"])
-        for m, v in ggm_aucs(X, adj, dom, s["methods"], s, _seed(rng)).items():
-            auc[m][i, r] = v
-    mean = {m: np.nanmean(v, 1) for m, v in auc.items()}
+    jobs = []
+    for i, p in enumerate(s["p_missing"]):
+        for r in range(s["reps"]):
+            X, adj, dom = star_problem(s["d"], s["n"], p, rng, s["truncate"])
+            jobs.append(((i, r), (X, adj, dom, _seed(rng))))
+    cells = run_cells(ctx, jobs, lambda j: ggm_aucs(*j[:3], s["methods"], s, j[3]),
+                      "star graph AUC")
+    auc = _table(cells, s["methods"], len(s["p_missing"]), s["reps"])
+    mean = {m: _nanstat(np.nanmean, v, axis=1) for m, v in auc.items()}
     fig, ax = new_figure()
     for m in s["methods"]:
         ls = "--" if m in ("glasso_mean", "glasso_pairwise", "em_glasso") else "-"
@@ -243,9 +372,10 @@ def star_auc(ctx: RunContext) -> Outcome:
                         scale=scale, rule=Direction(-1, margin=0.01)),
         ],
         data={"p_missing": s["p_missing"], "auc": {m: v.tolist() for m, v in auc.items()}},
-        notes=["Generated star graphs as in the paper (node 0 linked w.p. 0.9, weights "
-               "U[0.7,1]/sqrt(d-1)); AUC from MissingScoreGGM.edge_scores_ (area under each "
-               "entry's lasso path) and from the glasso paths' entry penalties."],
+        notes=_cells_note(cells, len(jobs))
+        + ["Generated star graphs as in the paper (node 0 linked w.p. 0.9, weights "
+           "U[0.7,1]/sqrt(d-1)); AUC from MissingScoreGGM.edge_scores_ (area under each "
+           "entry's lasso path) and from the glasso paths' entry penalties."],
     )
 
 
@@ -262,16 +392,16 @@ def star_auc(ctx: RunContext) -> Outcome:
 )
 def dimension_sweep(ctx: RunContext) -> Outcome:
     _torch()
-    from icml25.core import track
-
     s, rng = ctx.settings, ctx.rng
-    auc = {m: np.full((len(s["ds"]), s["reps"]), np.nan) for m in s["methods"]}
-    jobs = [(i, d, r) for i, d in enumerate(s["ds"]) for r in range(s["reps"])]
-    for i, d, r in track(jobs, description="dimension sweep"):
-        X, adj, _ = star_problem(d, s["n"], s["p_missing"], rng, truncate=False)
-        for m, v in ggm_aucs(X, adj, None, s["methods"], s, _seed(rng)).items():
-            auc[m][i, r] = v
-    mean = {m: np.nanmean(v, 1) for m, v in auc.items()}
+    jobs = []
+    for i, d in enumerate(s["ds"]):
+        for r in range(s["reps"]):
+            X, adj, _ = star_problem(d, s["n"], s["p_missing"], rng, truncate=False)
+            jobs.append(((i, r), (X, adj, None, _seed(rng))))
+    cells = run_cells(ctx, jobs, lambda j: ggm_aucs(*j[:3], s["methods"], s, j[3]),
+                      "dimension sweep")
+    auc = _table(cells, s["methods"], len(s["ds"]), s["reps"])
+    mean = {m: _nanstat(np.nanmean, v, axis=1) for m, v in auc.items()}
     fig, ax = new_figure()
     for m in s["methods"]:
         ax.plot(s["ds"], mean[m], marker="o", label=LABELS[m])
@@ -297,5 +427,5 @@ def dimension_sweep(ctx: RunContext) -> Outcome:
                         round(float(gap[-1]), 3), scale=f"d={s['ds'][-1]}; " + scale,
                         rule=Direction(+1, margin=0.01))],
         data={"ds": s["ds"], "auc": {m: v.tolist() for m, v in auc.items()}},
-        notes=["Generated star graphs; missingness 0.7 MCAR."],
+        notes=_cells_note(cells, len(jobs)) + ["Generated star graphs; missingness 0.7 MCAR."],
     )
