@@ -134,3 +134,34 @@ def test_a_chair_forbids_a_pair_previews_and_commits_an_assignment(site):
 def _title(db, venue, number: int) -> str:
     return db.scalar(select(m.Submission.title).where(m.Submission.venue_id == venue.id,
                                                       m.Submission.number == number))
+
+
+def test_a_chair_sorts_searches_and_downloads_the_submissions_table(site):
+    sync_api = require_browser()
+    settings, engine, db = site
+    populate_venue(db, settings, "table", Phase.FEEDBACK, n_papers=3)
+    expect = sync_api.expect
+    with live_server(settings, engine) as base, sync_api.sync_playwright() as p:
+        browser = Browser(p, base, DEMO_PASSWORD)
+        page = browser.page_for(CAST.chair)
+        page.goto(base + "/v/table")
+        page.get_by_role("link", name="Submissions table").click()
+        rows = page.locator("tbody tr")
+        expect(rows).to_have_count(3)
+        expect(rows.first).to_contain_text("3 of 3")
+        expect(rows.first).to_contain_text("3 rated: comprehension")  # paper 1: all rated
+        page.get_by_role("link", name="#").click()  # sorted by number already: reverse
+        expect(page.locator("th[aria-sort=descending]")).to_have_count(1)
+        assert rows.first.locator("td").first.inner_text() == "3"
+        page.get_by_role("link", name="Mean score (1–10)").click()
+        expect(page.locator("th[aria-sort=ascending]")).to_contain_text("Mean score")
+        page.screenshot(path=str(screenshot_dir() / "tools-submissions-table.png"),
+                        full_page=True)
+        page.get_by_label("Search numbers, titles").fill("#2")
+        page.get_by_role("button", name="Search").click()
+        expect(rows).to_have_count(1)
+        with page.expect_download() as info:
+            page.get_by_role("link", name="Download this table (CSV)").click()
+        text = open(info.value.path(), encoding="utf-8").read().splitlines()
+        assert text[0].startswith("number,title") and len(text) == 2 and "paper 2" in text[1]
+        browser.close()

@@ -28,6 +28,7 @@ from icml25.review.services.accounts import Accounts
 from icml25.review.services.assignments import Assignments
 from icml25.review.services.base import Context, Service, UsesContext
 from icml25.review.services.bidding import Bidding
+from icml25.review.services.dashboards import Dashboards
 from icml25.review.services.outbox import Outbox
 from icml25.review.services.reviewing import Reviewing
 from icml25.review.services.rewards import Rewards
@@ -38,7 +39,7 @@ from icml25.review.services.workbench import Workbench
 SERVICES: dict[str, type[Service]] = {
     "accounts": Accounts, "venues": Venues, "submissions": Submissions,
     "reviewing": Reviewing, "assignments": Assignments, "rewards": Rewards, "outbox": Outbox,
-    "bidding": Bidding, "workbench": Workbench,
+    "bidding": Bidding, "workbench": Workbench, "dashboards": Dashboards,
 }
 
 
@@ -70,6 +71,7 @@ class ReviewService(UsesContext):
     assignments: Assignments
     bidding: Bidding
     workbench: Workbench
+    dashboards: Dashboards
     rewards: Rewards
     outbox: Outbox
 

@@ -79,6 +79,13 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
     def venue(s: S, slug: str) -> dict:
         return s.venue_page(s.venue(slug))
 
+    @app.get("/venues/{slug}/submissions-table", response_model=sc.View,
+             summary="Every submission's progress, searchable and sortable (chairs)")
+    @one_hop
+    def submissions_table(s: S, slug: str, q: str = "", sort: str = "number",
+                          desc: bool = False) -> dict:
+        return s.submissions_table(s.venue(slug), query=q, sort=sort, descending=desc)
+
     @app.get("/venues/{slug}/export", summary="The venue as you may see it",
              response_model=sc.View)
     @one_hop

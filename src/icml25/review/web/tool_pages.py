@@ -1,15 +1,15 @@
 """Pages of the chair, reviewer and author tools (issue 29): the assignment workbench's pin and
-forbid form. Routes stay thin: parse a typed form, call one service method, render or redirect;
-the services ask the authority."""
+forbid form, the chairs' submissions table and its CSV export. Routes stay thin: parse a typed
+form, call one service method, render or redirect; the services ask the authority."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Form
-from fastapi.responses import Response
+from fastapi.responses import HTMLResponse, Response
 
-from icml25.review.web.deps import C, back
+from icml25.review.web.deps import C, back, render
 from icml25.review.web.schemas import PairForm
 
 
@@ -21,5 +21,20 @@ def tool_pages() -> APIRouter:
         c.svc.set_pair_constraint(f.submission_id, f.user_id, f.kind)
         words = {"pin": "Pinned", "forbid": "Forbidden", "none": "Cleared"}
         return back(f"/v/{slug}/assignment", f"{words[f.kind]}: that reviewer and paper.")
+
+    @r.get("/v/{slug}/submissions", response_class=HTMLResponse)
+    def submissions_table(c: C, slug: str, q: str = "", sort: str = "number",
+                          desc: bool = False) -> Response:
+        v = c.svc.venue(slug)
+        table = c.svc.submissions_table(v, query=q, sort=sort, descending=desc)
+        return render(c, "submissions_table.html", v=c.svc.venue_page(v), t=table)
+
+    @r.get("/v/{slug}/submissions.csv")
+    def submissions_csv(c: C, slug: str, q: str = "", sort: str = "number",
+                        desc: bool = False) -> Response:
+        v = c.svc.venue(slug)
+        body = c.svc.submissions_csv(v, query=q, sort=sort, descending=desc)
+        return Response(body, media_type="text/csv; charset=utf-8", headers={
+            "Content-Disposition": f'attachment; filename="{v.slug}-submissions.csv"'})
 
     return r
