@@ -233,9 +233,6 @@ def _figures(ctx: RunContext, task: str, grid: dict) -> None:
 # --quick evaluates the shipped models (trained by benchmarks/creativity_coherence_budget.py,
 # see their cards); --full trains the whole grid from scratch.
 QUICK = {"tasks": ["line", "circle"], "shipped": True, "n_eval": 1024, "coherence_target": 0.9}
-TRAIN_QUICK = {"tasks": ["line"], "methods": list(METHOD_ORDER), "n_train": 5000,
-               "n_eval": 512, "seed_len": 10, "steps": 500, "eval_every": 250, "curve_n": 128,
-               "temperatures": [1.0], "top_k": 0}  # the former --quick grid (run_grid)
 FULL = {"tasks": ["line", "circle"], "methods": list(METHOD_ORDER), "n_train": 10_000,
         "n_eval": 1024, "seed_len": 10, "steps": 3000, "eval_every": 500, "curve_n": 256,
         "temperatures": [0.5, 1.0, 2.0], "top_k": 50, "threads": 2,
