@@ -55,6 +55,9 @@ def main() -> None:
     ap.add_argument("--remasks", default=REMASKS, help="remask: schedules (none = plain)")
     ap.add_argument("--fixed-steps", default=FIXED_STEPS, help="threshold: fixed-K step counts")
     ap.add_argument("--thresholds", default=THRESHOLDS)
+    ap.add_argument("--easy-seed", type=int, default=2, help="held-out easy puzzles' seed")
+    ap.add_argument("--hard-seed", type=int, default=3, help="held-out hard puzzles' seed")
+    ap.add_argument("--levels", default="easy,hard", help="remask: puzzle levels")
     ap.add_argument("--out", type=Path, required=True, help="JSON, rewritten after every row")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -69,15 +72,17 @@ def main() -> None:
                                        indent=1))
 
     if args.study == "remask":
-        for level, seed in (("easy", 2), ("hard", 3)):
+        seeds = {"easy": args.easy_seed, "hard": args.hard_seed}
+        for level in args.levels.split(","):
+            seed = seeds[level]
             puzzles, _ = sudoku.generate_dataset(args.n, seed=seed, difficulty=level)
             for steps in (int(s) for s in args.steps.split(",")):
                 for remask in args.remasks.split(","):
                     schedule = None if remask == "none" else remask
                     add(row(puzzles, *run(model, puzzles, steps=steps, remask=schedule),
-                            level=level, steps=steps, remask=remask))
+                            level=level, seed=seed, steps=steps, remask=remask))
     else:
-        puzzles, _ = sudoku.generate_dataset(args.n, seed=2)
+        puzzles, _ = sudoku.generate_dataset(args.n, seed=args.easy_seed)
         fixed = [int(s) for s in args.fixed_steps.split(",") if s]
         thresholds = [float(t) for t in args.thresholds.split(",") if t]
         # interleaved, so that an interrupted run still has both kinds of row

@@ -125,10 +125,12 @@ def test_an_oracle_fills_every_span_exactly(corpora):
                                       generator=torch.Generator().manual_seed(0))
         score = text_eval.score_infilling(tasks, held, filled)
         assert score["exact"]["rate"] == 1.0 and score["parses"]["rate"] == 1.0
+        assert score["byte_acc"]["mean"] == 1.0
     wrong = [b"(" * (t.span[1] - t.span[0]) for t in tasks]
     score = text_eval.score_infilling(tasks, held, wrong)
     # a span inside a docstring still parses whatever it holds: 'parses' is a weak measure
     assert score["exact"]["rate"] == 0.0 and score["parses"]["rate"] < 0.5
+    assert score["byte_acc"]["mean"] < 0.2  # only the spans' own '(' bytes are right
     assert score["exact"]["ci_high"] < 0.3  # 0 of 12: the Clopper-Pearson upper end is 26%
 
 

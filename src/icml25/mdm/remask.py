@@ -110,16 +110,18 @@ REMASK_SCHEDULES: dict[str, type[_Schedule]] = {"cap": Cap, "rescale": Rescale, 
 
 
 def check_remask(remask) -> _Schedule | None:
-    """``None``, a schedule name (default parameters), ``"name:eta"``, or a schedule object."""
+    """``None``, a schedule name (default parameters), ``"name:eta"`` or
+    ``"name:eta:start[:stop]"``, or a schedule object."""
     if remask is None or isinstance(remask, _Schedule):
         return remask
     if isinstance(remask, str):
-        name, _, eta = remask.partition(":")
-        if name in REMASK_SCHEDULES:
+        name, *values = remask.split(":")
+        if name in REMASK_SCHEDULES and len(values) <= 3:
             try:
-                return REMASK_SCHEDULES[name](**({"eta": float(eta)} if eta else {}))
+                given = dict(zip(("eta", "start", "stop"), map(float, values), strict=False))
+                return REMASK_SCHEDULES[name](**given)
             except ValueError as exc:
                 raise ValueError(f"remask {remask!r}: {exc}") from None
     raise ValueError(f"unknown remask schedule {remask!r}; choose one of "
-                     f"{tuple(REMASK_SCHEDULES)} (optionally 'name:eta'), a schedule object, "
-                     "or None")
+                     f"{tuple(REMASK_SCHEDULES)} (optionally 'name:eta[:start[:stop]]'), a "
+                     "schedule object, or None")
