@@ -79,6 +79,40 @@ def test_cv_selects_a_graph_close_to_the_best_penalty_on_the_path():
     assert f_cv >= f_fixed + 0.2, (f_cv, f_fixed)
 
 
+def test_cv_on_the_all_rows_path_scores_its_own_edge_sets_with_one_path_fit(monkeypatch):
+    """candidates="path" (default): the CV scores the edge sets of the path fitted on all
+    rows, refitted on each fold's training rows: one path fit instead of K (counted); the
+    estimate is the all-rows path point at alpha_ and recovers the chain as well as the best
+    point on that path."""
+    X, adj = _chain()
+    fits = []
+    real_fit = MissingScoreGGM.fit
+    monkeypatch.setattr(MissingScoreGGM, "fit",
+                        lambda self, X, y=None: fits.append(len(X)) or real_fit(self, X))
+    cheap = dict(alphas=3, cv=3, ggm_params={"n_iter_start": 20, "n_iter_per_alpha": 2},
+                 random_state=0)
+    MissingScoreGGMCV(**cheap).fit(X)
+    MissingScoreGGMCV(candidates="fold", **cheap).fit(X)
+    # path: grid fit, the shared all-rows path, final; fold: grid fit, 3 fold paths, final
+    assert fits == [600, 600, 600, 600, 400, 400, 400, 600], fits
+    kw = dict(alphas=12, cv=3, selection="cv", random_state=0)
+    path = MissingScoreGGMCV(**kw).fit(X)
+    full = real_fit(MissingScoreGGM(alpha=path.cv_alphas_[-1], alpha_max=path.cv_alphas_[0],
+                                    n_alphas=12, n_iter_polish=0,
+                                    n_iter_path_polish=path.path_polish, random_state=0), X)
+    k = int(np.flatnonzero(path.cv_alphas_ == path.alpha_)[0])
+    np.testing.assert_allclose(path.precision_, full.path_[k])
+    thr = full.threshold
+    f = [_f1(P * np.outer(full.scale_, full.scale_), adj, thr) for P in full.path_]
+    f_path = _f1(path.precision_ * np.outer(path.scale_, path.scale_), adj, thr)
+    print(f"F1 path-CV {f_path:.3f}, oracle {max(f):.3f}")  # fold-CV here: 0.824
+    assert f_path >= max(f) - 0.15
+    with pytest.raises(ValueError, match="candidates='path' needs a refit"):
+        MissingScoreGGMCV(refit=None, **kw).fit(X)
+    with pytest.raises(ValueError, match="candidates must be one of"):
+        MissingScoreGGMCV(candidates="folds", **kw).fit(X)
+
+
 def test_observed_loglik_is_the_gaussian_marginal_likelihood():
     from scipy.stats import multivariate_normal
 

@@ -27,8 +27,9 @@ def graph(
     selection: Annotated[str, typer.Option(
         help="How --alpha auto chooses: ebic (extended BIC of the observed-data Gaussian "
              "likelihood, one path fit; default), cv (K-fold CV of the held-out score-matching "
-             "loss, --cv + 1 path fits) or cv-1se (the sparsest penalty within one standard "
-             "error of the CV minimum).")] = "ebic",
+             "loss of each path point's edge set refitted by Gaussian likelihood on the "
+             "training folds) or cv-1se (the sparsest penalty within one standard error of "
+             "the CV minimum).")] = "ebic",
     ebic_gamma: Annotated[float, typer.Option(
         min=0.0, help="Extended-BIC gamma (0 = BIC; larger = sparser).")] = 0.5,
     cv: Annotated[int, typer.Option(min=2, help="Folds for --selection cv / cv-1se.")] = 5,
@@ -201,14 +202,14 @@ def _figure(est, names, pcorr, path: Path, alpha_used: float, cv_report=None) ->
         if cv_report["selection"] == "ebic":
             ax3.plot(cv_report["alphas"], cv_report["ebic"], marker="o", ms=3)
             ax3.set(ylabel="extended BIC", title=f"extended BIC, gamma={cv_report['gamma']:g} "
-                                                 "(support refit)")
+                                                 "(likelihood refit)")
         else:
             m, sd = np.asarray(cv_report["mean_test_loss"]), np.asarray(cv_report["std_test_loss"])
             ax3.errorbar(cv_report["alphas"], m, yerr=sd / np.sqrt(cv_report["folds"]),
                          marker="o", ms=3, capsize=2)
             ax3.set(ylabel="mean held-out loss (+- 1 s.e.)",
                     title=f"{cv_report['folds']}-fold CV, {cv_report['selection']} "
-                          "(support refit)")
+                          f"({cv_report['refit']} refit)")
         ax3.axvline(alpha_used, color="k", ls=":", lw=1, label=f"chosen {alpha_used:.3g}")
         ax3.set(xscale="log", xlabel="L1 penalty")
         ax3.invert_xaxis()

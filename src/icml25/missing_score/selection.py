@@ -19,6 +19,8 @@ __all__ = ["MissingScoreGGMCV", "ebic_path", "extended_bic", "gaussian_support_r
            "held_out_loss", "observed_loglik", "one_se_index", "support_refit"]
 
 SELECTIONS = ("cv", "cv-1se", "ebic")
+REFITS = ("gaussian", "support", None)
+CANDIDATES = ("path", "fold")
 
 
 def support_refit(S, support) -> np.ndarray:
@@ -170,27 +172,35 @@ def one_se_index(mean, std, n_folds: int) -> int:
 
 class MissingScoreGGMCV(BaseEstimator):
     """:class:`MissingScoreGGM` with the penalty chosen along its path: by K-fold
-    cross-validation (``selection="cv"``, default; ``"cv-1se"``) or by extended BIC
-    (``selection="ebic"``, one path fit instead of K + 1).
+    cross-validation (``selection="cv-1se"``, default, or ``"cv"``) or by extended BIC
+    (``selection="ebic"``, the command line's default).
 
     The path's penalties come from a fit on all rows (``alpha_max`` down to
-    ``alpha_max * eps``, ``alphas`` log-spaced points, or the given list). For each fold the
-    path is refitted on the training rows and every path precision is scored by
-    :func:`held_out_loss` on the held-out rows (observed coordinates only: nothing is imputed).
-    ``alpha_`` minimises the mean held-out loss; the final model is refitted on all rows with
-    the path stopping at ``alpha_``.
+    ``alpha_max * eps``, ``alphas`` log-spaced points, or the given list). Every path point's
+    edge set (|P_ij| > threshold) is refitted without penalty on each fold's training rows
+    and scored by :func:`held_out_loss` on its held-out rows: the score-matching loss of their
+    observed coordinates only (nothing is imputed). ``"cv"`` takes the minimum of the mean
+    held-out loss, ``"cv-1se"`` the sparsest penalty within one standard error of it. The
+    estimate is the all-rows path point at ``alpha_``.
 
-    With ``refit="support"`` (default) each path point is scored by the *unpenalised* refit on
-    its edge set (the relaxed lasso): the minimiser of the complete-data score-matching loss
-    ``tr(P S P) - 2 tr P`` over precisions with that support, ``S`` the training fold's
-    pairwise-complete covariance (closed form, one small solve per column). Scoring the
-    penalised precisions themselves (``refit=None``) measures prediction, not the graph: the
-    held-out loss keeps falling as the penalty shrinks and CV then picks a nearly full graph
-    (measured: F1 about 0.2 against 0.6-0.7 at the best penalty on star / random sparse graphs,
-    d = 20, n = 500, 30% MCAR; the support refit reaches 0.4-0.67, docs/missing_score.md).
+    ``candidates="path"`` (default) scores the edge sets of the all-rows path, the estimator's
+    possible answers: one path fit in all, and no mismatch between a fold's path and the
+    all-rows path at the same penalty. Only the refits are fitted on training rows alone, so
+    held-out rows inform which edge sets are candidates but never their weights.
+    ``candidates="fold"`` refits the whole path on each fold's training rows (K + 1 path
+    fits, the classical scheme).
+
+    ``refit="gaussian"`` (default) refits an edge set by Gaussian maximum likelihood
+    (:func:`gaussian_support_refit`, positive definite); ``"support"`` by the unpenalised
+    score-matching minimiser ``tr(P S P) - 2 tr P`` (:func:`support_refit`), which can be
+    indefinite: its held-out loss is then infinite (on one random sparse graph every
+    non-empty point; the CV then chose the empty graph). ``refit=None`` (with
+    ``candidates="fold"`` only) scores the penalised precisions, which measures prediction,
+    not the graph: CV then picks a nearly full graph (F1 about 0.2). Measured choices are in
+    docs/missing_score.md ("Choosing the penalty").
 
     With ``selection="ebic"`` the path is fitted once on all rows and each point's edge set is
-    refitted without penalty (as above, on all rows) and scored by
+    refitted by Gaussian likelihood (as above, on all rows) and scored by
     ``-2 loglik + |E| log n + 4 gamma |E| log d``, ``loglik`` the observed-data Gaussian
     log-likelihood (:func:`observed_loglik`, each row on its observed coordinates).
 
@@ -211,8 +221,10 @@ class MissingScoreGGMCV(BaseEstimator):
         Smallest penalty / largest penalty when ``alphas`` is an int.
     cv : int
         Number of folds (rows shuffled with ``random_state``).
-    refit : {"support", None}
-        How a path point is scored on the held-out rows (see above).
+    refit : {"gaussian", "support", None}
+        How a path point's edge set is refitted before it is scored (see above).
+    candidates : {"path", "fold"}
+        Score the all-rows path's edge sets (one path fit) or each fold's own path (K + 1).
     selection : {"cv", "cv-1se", "ebic"}
         The rule: CV minimum, the sparsest penalty within one standard error of it, or the
         extended-BIC minimum.
@@ -248,7 +260,8 @@ class MissingScoreGGMCV(BaseEstimator):
     """
 
     def __init__(self, method: str = "iw", *, alphas=20, eps: float = 0.03, cv: int = 5,
-                 refit: str | None = "support", selection: str = "cv", path_polish: int = 3,
+                 refit: str | None = "gaussian", selection: str = "cv-1se",
+                 candidates: str = "path", path_polish: int = 3,
                  ebic_gamma: float = 0.5, positive_definite: str | None = None,
                  pd_floor: float = 1e-3, ggm_params: dict | None = None, random_state=None):
         self.method = method
@@ -259,6 +272,7 @@ class MissingScoreGGMCV(BaseEstimator):
         self.eps = eps
         self.cv = cv
         self.refit = refit
+        self.candidates = candidates
         self.positive_definite = positive_definite
         self.pd_floor = pd_floor
         self.ggm_params = ggm_params
@@ -295,8 +309,14 @@ class MissingScoreGGMCV(BaseEstimator):
             raise ValueError(f"selection must be one of {SELECTIONS}, got {self.selection!r}")
         if not (isinstance(self.ebic_gamma, int | float) and self.ebic_gamma >= 0):
             raise ValueError(f"ebic_gamma must be a number >= 0, got {self.ebic_gamma!r}")
-        if self.refit not in ("support", None):
-            raise ValueError(f"refit must be 'support' or None, got {self.refit!r}")
+        if self.refit not in REFITS:
+            raise ValueError(f"refit must be one of {REFITS}, got {self.refit!r}")
+        if self.candidates not in CANDIDATES:
+            raise ValueError(f"candidates must be one of {CANDIDATES}, got {self.candidates!r}")
+        if self.candidates == "path" and self.refit is None:
+            raise ValueError("candidates='path' needs a refit ('gaussian' or 'support'): the "
+                             "all-rows path has seen the held-out rows, only a refit on the "
+                             "training rows can be scored on them")
         if not 0 < float(self.eps) < 1:
             raise ValueError(f"eps must lie in (0, 1), got {self.eps!r}")
         grid = self._grid(Xn)
@@ -344,15 +364,19 @@ class MissingScoreGGMCV(BaseEstimator):
     def _cv(self, Xn, grid, path_kw, k) -> int:
         folds = KFold(k, shuffle=True, random_state=self._fold_seed())
         losses = np.empty((k, grid.size))
+        # candidates="path": the edge sets are the all-rows path's, the estimator's possible
+        # answers (one path fit instead of K); only their refits see the training rows alone
+        shared = self._ggm(**path_kw).fit(Xn) if self.candidates == "path" else None
         for i, (tr, te) in enumerate(folds.split(Xn)):
-            est = self._ggm(**path_kw).fit(Xn[tr])
+            est = shared if shared is not None else self._ggm(**path_kw).fit(Xn[tr])
             Zte = (Xn[te] - est.location_) / est.scale_
-            if self.refit == "support":
+            if self.refit is not None:
                 S = pairwise_covariance((Xn[tr] - est.location_) / est.scale_)
+            refit = {"gaussian": gaussian_support_refit, "support": support_refit}.get(self.refit)
             for j in range(grid.size):
                 Pz = est.path_[j] * np.outer(est.scale_, est.scale_)  # standardised units
-                if self.refit == "support":
-                    Pz = support_refit(S, np.abs(Pz) > est.threshold)
+                if refit is not None:
+                    Pz = refit(S, np.abs(Pz) > est.threshold)
                 losses[i, j] = held_out_loss(Pz, np.zeros(Pz.shape[0]), Zte)
         mean, std = losses.mean(axis=0), losses.std(axis=0)
         self.cv_results_ = {"alphas": grid, "mean_test_loss": mean, "std_test_loss": std}
