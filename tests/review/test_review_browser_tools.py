@@ -10,7 +10,13 @@ from review_helpers import fast_settings, service_as
 from sqlalchemy import select
 
 from icml25.review import models as m
-from icml25.review.demo import DEMO_PASSWORD, Cast, default_text, populate_venue
+from icml25.review.demo import (
+    DEMO_PASSWORD,
+    Cast,
+    default_text,
+    populate_rewards_venue,
+    populate_venue,
+)
 from icml25.review.workflow import Phase
 
 CAST = Cast()
@@ -164,4 +170,34 @@ def test_a_chair_sorts_searches_and_downloads_the_submissions_table(site):
             page.get_by_role("link", name="Download this table (CSV)").click()
         text = open(info.value.path(), encoding="utf-8").read().splitlines()
         assert text[0].startswith("number,title") and len(text) == 2 and "paper 2" in text[1]
+        browser.close()
+
+
+def test_a_reviewer_views_a_badge_and_a_visitor_verifies_it(site):
+    sync_api = require_browser()
+    settings, engine, db = site
+    venue = populate_rewards_venue(db, settings, "badges")  # the demo's closed venue
+    badge = db.scalar(select(m.Badge).where(m.Badge.venue_id == venue.id,
+                                            m.Badge.tier == "top-10"))
+    holder = db.get(m.User, badge.user_id)
+    expect = sync_api.expect
+    with live_server(settings, engine) as base, sync_api.sync_playwright() as p:
+        browser = Browser(p, base, DEMO_PASSWORD)
+        page = browser.page_for(holder.email)
+        page.get_by_role("link", name="My rewards").click()
+        expect(page.get_by_text("Top 10% reviewer")).to_be_visible()
+        page.screenshot(path=str(screenshot_dir() / "tools-rewards.png"), full_page=True)
+        with page.expect_download() as info:
+            page.get_by_role("link", name="Download the signed credential (top-10)").click()
+        credential = open(info.value.path(), encoding="utf-8").read()
+        visitor = browser.page_for(None)  # not logged in
+        visitor.goto(base + "/verify")
+        visitor.get_by_label("Credential (JSON)").fill(credential)
+        visitor.get_by_role("button", name="Verify").click()
+        expect(visitor.get_by_role("heading", name="✓ Valid credential")).to_be_visible()
+        expect(visitor.get_by_role("region")).to_contain_text(holder.name)
+        visitor.screenshot(path=str(screenshot_dir() / "tools-verify.png"), full_page=True)
+        visitor.get_by_label("Credential (JSON)").fill(credential.replace("top-10", "top-1"))
+        visitor.get_by_role("button", name="Verify").click()
+        expect(visitor.get_by_role("heading", name="✗ Not valid")).to_be_visible()
         browser.close()

@@ -204,7 +204,7 @@ GENERIC_FORM = {"email": "someone@x.example", "password": "long-enough-pw", "nam
                 "slug": "new-venue", "role": "reviewer", "user_id": "1", "value": "1",
                 "text": "t", "comprehension": "3", "constructiveness": "3", "title": "T",
                 "abstract": "A", "outcome": "accept", "recommendation": "accept", "pairs": "",
-                "bid_1": "1", "submission_id": "1", "kind": "none"}
+                "bid_1": "1", "submission_id": "1", "kind": "none", "credential": "{}"}
 GENERIC_JSON = {"title": "T", "abstract": "A", "authors": [{"name": "N", "email": "a@b.example"}],
                 "email": "someone@x.example", "role": "reviewer", "summary": "s",
                 "strengths": "s", "questions": "q", "weaknesses": "w", "score": 5,
@@ -263,7 +263,7 @@ def test_every_route_asks_the_authority(settings, engine, db):
     sub = db.scalar(select(m.Submission).where(m.Submission.venue_id == venue.id))
     review = db.scalar(select(m.Review).where(m.Review.submission_id == sub.id))
     values = {"slug": "routes", "sid": sub.id, "rid": review.id, "uid": sub.submitter_id,
-              "tid": 999, "name": "swagger-ui.css"}
+              "tid": 999, "name": "swagger-ui.css", "bid": 1}
     app = create_app(settings, engine)
     routes = _routes(app.routes)
     assert len(routes) > 60  # the whole table: pages and API

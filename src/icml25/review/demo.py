@@ -33,6 +33,12 @@ class Cast:
     authors: tuple[str, ...] = ("author1@uni-a.example", "author2@uni-b.example")
 
 
+# the closed demo venue: enough reviewers and rated reviews for quality scores and badges
+REWARDS_CAST = Cast(reviewers=Cast().reviewers + tuple(
+    f"reviewer{i}@r{i}-inst.example" for i in range(5, 9)))
+REWARDS_PAPERS = 8
+
+
 def default_text(kind: str, **ctx: object) -> str:
     """Plausible demo text for one field."""
     samples = {
@@ -70,9 +76,16 @@ def ensure_user(svc: ReviewService, email: str, name: str, password: str = DEMO_
 def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
                    cast: Cast = Cast(), text: Callable[..., str] = default_text,
                    n_papers: int = 2, on_phase: Callable[[Phase], None] | None = None,
-                   password: str = DEMO_PASSWORD) -> m.Venue:
+                   password: str = DEMO_PASSWORD, rate_all: bool = False,
+                   close: bool = False) -> m.Venue:
     """Create venue ``slug`` and drive it through the process up to (and including the work
-    of) phase ``upto``. ``on_phase(phase)`` is called after each phase's work is done."""
+    of) phase ``upto``. ``on_phase(phase)`` is called after each phase's work is done.
+
+    By default the authors rate every review of paper 1 and one review of each other paper.
+    With ``rate_all`` they rate every review (the later reviewers of the cast get lower
+    ratings than the first) and the area chair rates every review too; with ``close`` (and
+    ``upto`` = notification) the chair closes the venue, awarding badges with signed
+    credentials."""
     base = ReviewService(db, settings)
     users = {}
     users["chair"] = ensure_user(base, cast.chair, "Program Chair", password, admin=True)
@@ -123,13 +136,19 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
                         score=3 + (s.number + ord(a.pseudonym[-1])) % 5, confidence=3)
         elif phase is Phase.FEEDBACK:
             # paper 1: every review rated (stage 2 released); later papers: one review rated
+            rank = {u.id: i for i, u in enumerate(revs)}
             for s in subs:
                 b = base.bundle(s.id)
                 author = base.as_user(db.get(m.User, s.submitter_id))
-                todo = b.reviews if s.number == 1 else b.reviews[:1]
+                todo = b.reviews if (s.number == 1 or rate_all) else b.reviews[:1]
                 for k, r in enumerate(todo):
-                    author.give_feedback(r.id, comprehension=3 + k % 3,
-                                         constructiveness=2 + k % 4, llm_suspected=k == 2,
+                    if rate_all:  # the cast's first reviewers write the better reviews
+                        good = 5 - rank[r.reviewer_id] * 4 // max(len(revs) - 1, 1)
+                        comp, cons = good, max(1, good - (k % 2))
+                    else:
+                        comp, cons = 3 + k % 3, 2 + k % 4
+                    author.give_feedback(r.id, comprehension=comp, constructiveness=cons,
+                                         llm_suspected=k == 2,
                                          llm_comment=text("llm_comment", paper=s.number))
         elif phase is Phase.REBUTTAL:
             for s in subs:
@@ -144,11 +163,20 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
                         s.id, text("post", paper=s.number))
         elif phase is Phase.META_REVIEW:
             for s in subs:
+                if rate_all:
+                    for r in base.bundle(s.id).submitted_reviews():
+                        base.as_user(users["ac"]).rate_review(
+                            r.id, 5 - rank_of(r.reviewer_id) * 3 // max(len(revs) - 1, 1))
                 base.as_user(users["ac"]).write_metareview(
                     s.id, text("meta", paper=s.number), "accept" if s.number % 2 else "reject")
         elif phase is Phase.DECISION:
             for s in subs:
                 chair.decide(s.id, "accept" if s.number % 2 else "reject")
+        elif phase is Phase.NOTIFICATION and close:
+            chair.close_venue(venue)
+
+    def rank_of(user_id: int) -> int:
+        return next(i for i, u in enumerate(revs) if u.id == user_id)
 
     for phase in PHASE_ORDER:
         if phase is not Phase.SUBMISSION:
@@ -163,13 +191,25 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
     return venue
 
 
+def populate_rewards_venue(db: Session, settings: Settings, slug: str) -> m.Venue:
+    """The demo's closed venue: 8 reviewers on 8 papers, every review rated by its authors
+    and the area chair, badges awarded (so quality scores, badges and credentials show)."""
+    return populate_venue(db, settings, slug, Phase.NOTIFICATION, cast=REWARDS_CAST,
+                          n_papers=REWARDS_PAPERS, rate_all=True, close=True)
+
+
 def build_demo(db: Session, settings: Settings) -> list[tuple[str, str]]:
-    """One venue per phase; returns the (e-mail, role) logins (password: DEMO_PASSWORD)."""
+    """One venue per phase, the last one closed with rewards (8 reviewers, 8 papers, every
+    review rated by its authors and the area chair, badges awarded); returns the (e-mail,
+    role) logins (password: DEMO_PASSWORD)."""
     for phase in PHASE_ORDER:
         slug = f"demo-{phase.value.replace('_', '-')}"
         if db.scalar(select(m.Venue).where(m.Venue.slug == slug)):
             continue
-        populate_venue(db, settings, slug, phase)
-    c = Cast()
+        if phase is Phase.NOTIFICATION:
+            populate_rewards_venue(db, settings, slug)
+        else:
+            populate_venue(db, settings, slug, phase)
+    c = REWARDS_CAST
     return ([(c.chair, "program chair (site admin)"), (c.ac, "area chair")]
             + [(e, "reviewer") for e in c.reviewers] + [(e, "author") for e in c.authors])

@@ -31,6 +31,7 @@ from icml25.review.services.bidding import Bidding
 from icml25.review.services.dashboards import Dashboards
 from icml25.review.services.outbox import Outbox
 from icml25.review.services.reviewing import Reviewing
+from icml25.review.services.reward_views import RewardViews
 from icml25.review.services.rewards import Rewards
 from icml25.review.services.submissions import Submissions
 from icml25.review.services.venues import Venues
@@ -40,6 +41,7 @@ SERVICES: dict[str, type[Service]] = {
     "accounts": Accounts, "venues": Venues, "submissions": Submissions,
     "reviewing": Reviewing, "assignments": Assignments, "rewards": Rewards, "outbox": Outbox,
     "bidding": Bidding, "workbench": Workbench, "dashboards": Dashboards,
+    "reward_views": RewardViews,
 }
 
 
@@ -72,6 +74,7 @@ class ReviewService(UsesContext):
     bidding: Bidding
     workbench: Workbench
     dashboards: Dashboards
+    reward_views: RewardViews
     rewards: Rewards
     outbox: Outbox
 

@@ -105,6 +105,14 @@ class PairForm(_Form):
     kind: Literal["pin", "forbid", "none"]
 
 
+class VerifyForm(_Form):
+    credential: str = Field(min_length=1, max_length=100_000)
+
+
+class ProfileForm(_Form):
+    public: str = ""
+
+
 class CommitForm(_Form):
     pairs: str = Field(default="", pattern=r"^(\d+:\d+(,\d+:\d+)*)?$")  # "sid:uid,..."
 

@@ -1,6 +1,8 @@
 """Pages of the chair, reviewer and author tools (issue 29): the assignment workbench's pin and
-forbid form, the chairs' submissions table and its CSV export. Routes stay thin: parse a typed
-form, call one service method, render or redirect; the services ask the authority."""
+forbid form, the chairs' submissions table and its CSV export, the reviewer's rewards page and
+credential downloads, public reviewer profiles and the credential verification page. Routes
+stay thin: parse a typed form, call one service method, render or redirect; the services ask
+the authority."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from typing import Annotated
 from fastapi import APIRouter, Form
 from fastapi.responses import HTMLResponse, Response
 
+from icml25.review.authority import public
 from icml25.review.web.deps import C, back, render
-from icml25.review.web.schemas import PairForm
+from icml25.review.web.schemas import PairForm, ProfileForm, VerifyForm
 
 
 def tool_pages() -> APIRouter:
@@ -36,5 +39,36 @@ def tool_pages() -> APIRouter:
         body = c.svc.submissions_csv(v, query=q, sort=sort, descending=desc)
         return Response(body, media_type="text/csv; charset=utf-8", headers={
             "Content-Disposition": f'attachment; filename="{v.slug}-submissions.csv"'})
+
+    @r.get("/me/rewards", response_class=HTMLResponse)
+    def my_rewards(c: C) -> Response:
+        return render(c, "rewards.html", r=c.svc.my_rewards())
+
+    @r.get("/me/badges/{bid}/credential.json")
+    def badge_credential(c: C, bid: int) -> Response:
+        name, body = c.svc.badge_credential(bid)
+        return Response(body, media_type="application/json", headers={
+            "Content-Disposition": f'attachment; filename="{name}"'})
+
+    @r.post("/me/profile")
+    def set_profile(c: C, f: Annotated[ProfileForm, Form()]) -> Response:
+        c.svc.set_profile_public(bool(f.public))
+        return back("/me/rewards", "Your reviewer profile is now "
+                    + ("public." if f.public else "private."))
+
+    @r.get("/reviewers/{uid}", response_class=HTMLResponse)
+    def reviewer_profile(c: C, uid: int) -> Response:
+        return render(c, "profile.html", p=c.svc.reviewer_profile(uid))
+
+    @r.get("/verify", response_class=HTMLResponse)
+    def verify_page(c: C) -> Response:
+        public()
+        return render(c, "verify.html", result=None, credential="")
+
+    @r.post("/verify", response_class=HTMLResponse)
+    def verify(c: C, f: Annotated[VerifyForm, Form()]) -> Response:
+        public()
+        return render(c, "verify.html", result=c.svc.verify_credential(f.credential),
+                      credential=f.credential)
 
     return r
