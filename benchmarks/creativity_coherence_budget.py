@@ -23,10 +23,17 @@ from icml25.creativity.tasks import generate, make_task
 from icml25.creativity.training import TrainSettings, evaluate_model, train_model
 
 
+def decoding(evaluation: dict) -> str:
+    if evaluation["temperature"] == 0:
+        return "greedy on fresh seeds"
+    return f"sampled at T = {evaluation['temperature']} (one fresh prompt per sample)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--task", default="line", choices=["line", "circle"])
-    ap.add_argument("--method", default="ntp")
+    ap.add_argument("--method", default="ntp",
+                    help="ntp | teacherless | diffusion | diffusion-uniform")
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=12_000)
     ap.add_argument("--d-model", type=int, default=128)
@@ -64,7 +71,7 @@ def main() -> None:
             "command": "OMP_NUM_THREADS=1 .venv/bin/python " + shlex.join(sys.argv),
             "settings": vars(a), "params": run.model.num_params(),
             "train_seconds_last_leg": run.seconds, "curve": run.curve,
-            "evaluation": {"seed": 0, "decoding": "greedy on fresh seeds", **evaluation}}
+            "evaluation": {"seed": 0, "decoding": decoding(evaluation), **evaluation}}
     Path(a.out, "model", "card.json").write_text(json.dumps(card, indent=2))
     print(json.dumps({"evaluation": evaluation}), flush=True)
 
