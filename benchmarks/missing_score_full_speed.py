@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 import time
 import types
 import warnings
@@ -28,6 +29,7 @@ def old_module(commit: str, path: str) -> types.ModuleType:
     src = subprocess.run(["git", "show", f"{commit}:{path}"], check=True, capture_output=True,
                          text=True).stdout
     mod = types.ModuleType(f"old_{commit}")
+    sys.modules[mod.__name__] = mod  # dataclasses look their module up there
     exec(compile(src, f"{commit}:{path}", "exec"), mod.__dict__)  # noqa: S102 (our own history)
     return mod
 
@@ -78,8 +80,6 @@ def main():
                          "max_abs_diff": float(np.abs(S_old - S_new).max())})
             print(json.dumps(rows[-1]), flush=True)
     # the CV penalty choice, issue 28's setting (d = 20, n = 500, 30% MCAR, star graph)
-    import sys
-
     sys.path.insert(0, "benchmarks")
     from missing_score_selection import problem
 
