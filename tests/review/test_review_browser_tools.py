@@ -201,3 +201,41 @@ def test_a_reviewer_views_a_badge_and_a_visitor_verifies_it(site):
         visitor.get_by_role("button", name="Verify").click()
         expect(visitor.get_by_role("heading", name="✗ Not valid")).to_be_visible()
         browser.close()
+
+
+def test_a_chair_defines_decision_types_and_decides_with_one(site):
+    sync_api = require_browser()
+    settings, engine, db = site
+    venue = populate_venue(db, settings, "decide", Phase.META_REVIEW)
+    service_as(db, settings, CAST.chair).advance_phase(venue)  # decision
+    expect = sync_api.expect
+    with live_server(settings, engine) as base, sync_api.sync_playwright() as p:
+        browser = Browser(p, base, DEMO_PASSWORD)
+        chair = browser.page_for(CAST.chair)
+        chair.goto(base + "/v/decide/admin")
+        chair.get_by_label("One per line").fill(
+            "oral | Accept (oral) | accept\nposter | Accept (poster) | accept\n"
+            "reject | Reject | reject")
+        chair.get_by_role("button", name="Save decision types").click()
+        expect(chair.get_by_role("status")).to_contain_text("Accept (poster)")
+        chair.goto(base + "/v/decide")
+        chair.get_by_role("link", name=_title(db, venue, 1)).first.click()
+        chair.get_by_label("Outcome").select_option(label="Accept (poster) (accepts)")
+        chair.get_by_role("button", name="Record decision").click()
+        expect(chair.get_by_role("status")).to_contain_text("Decision recorded")
+        expect(chair.get_by_text("Decision: Accept (poster)")).to_be_visible()
+        sub2 = chair.url.rsplit("/", 1)[0] + "/" + str(db.scalar(select(m.Submission.id).where(
+            m.Submission.venue_id == venue.id, m.Submission.number == 2)))
+        chair.goto(sub2)
+        chair.get_by_label("Outcome").select_option("reject")
+        chair.get_by_role("button", name="Record decision").click()
+        chair.goto(base + "/v/decide")
+        chair.get_by_role("button", name="Advance to").click()
+        expect(chair.get_by_role("status")).to_contain_text("Notification")
+        author = browser.page_for(CAST.authors[0])
+        author.goto(base + "/v/decide")
+        author.get_by_role("link", name=_title(db, venue, 1)).first.click()
+        expect(author.get_by_text("Decision: Accept (poster)")).to_be_visible()
+        author.screenshot(path=str(screenshot_dir() / "tools-custom-decision.png"),
+                          full_page=True)
+        browser.close()

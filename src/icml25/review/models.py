@@ -18,6 +18,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from icml25.review.decisions import DEFAULT_JSON as DECISIONS_DEFAULT
+
 # Stable constraint names so that migrations upgrade and downgrade on SQLite and PostgreSQL alike.
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -84,6 +86,9 @@ class Venue(Base):
     max_pdf_bytes: Mapped[int] = mapped_column(Integer, default=10 * 1024 * 1024)
     # JSON text: {phase: ISO deadline} -- the venue's configurable timeline
     timeline: Mapped[str] = mapped_column(Text, default="{}")
+    # JSON text: [{key, label, accepted}] -- the venue's decision types (revision 0005)
+    decision_types: Mapped[str] = mapped_column(Text, default=DECISIONS_DEFAULT,
+                                                server_default=DECISIONS_DEFAULT)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

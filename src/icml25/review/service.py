@@ -2,7 +2,8 @@
 
 :class:`ReviewService` is a thin facade over the services split by concern (each in
 :mod:`icml25.review.services`): ``accounts``, ``venues``, ``submissions``, ``reviewing``,
-``assignments``, ``rewards`` and ``outbox``. They share one per-request context (database
+``bidding``, ``assignments``, ``workbench``, ``dashboards``, ``decisions``, ``rewards``,
+``reward_views`` and ``outbox``. They share one per-request context (database
 session, settings, actor and the actor's roles, loaded once). Each method asks
 :mod:`icml25.review.authority` before it changes anything, writes an audit event and queues
 notification e-mails; reads return dictionaries built by :mod:`icml25.review.visibility`.
@@ -29,6 +30,7 @@ from icml25.review.services.assignments import Assignments
 from icml25.review.services.base import Context, Service, UsesContext
 from icml25.review.services.bidding import Bidding
 from icml25.review.services.dashboards import Dashboards
+from icml25.review.services.decisions import Decisions
 from icml25.review.services.outbox import Outbox
 from icml25.review.services.reviewing import Reviewing
 from icml25.review.services.reward_views import RewardViews
@@ -41,7 +43,7 @@ SERVICES: dict[str, type[Service]] = {
     "accounts": Accounts, "venues": Venues, "submissions": Submissions,
     "reviewing": Reviewing, "assignments": Assignments, "rewards": Rewards, "outbox": Outbox,
     "bidding": Bidding, "workbench": Workbench, "dashboards": Dashboards,
-    "reward_views": RewardViews,
+    "reward_views": RewardViews, "decisions": Decisions,
 }
 
 
@@ -75,6 +77,7 @@ class ReviewService(UsesContext):
     workbench: Workbench
     dashboards: Dashboards
     reward_views: RewardViews
+    decisions: Decisions
     rewards: Rewards
     outbox: Outbox
 

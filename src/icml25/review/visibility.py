@@ -32,6 +32,7 @@ from icml25.review.authority import (
     may,
     profile_visible,
 )
+from icml25.review.decisions import label_of
 from icml25.review.security import format_size
 from icml25.review.workflow import PHASE_LABELS, Phase, Role, stage1_released, stage2_released
 
@@ -176,6 +177,7 @@ def submission_view(viewer: Viewer, b: Bundle) -> dict | None:
                               "recommendation": b.meta_review.recommendation}
     if b.decision and may(Action.VIEW_DECISION, f):
         out["decision"] = b.decision.outcome
+        out["decision_label"] = label_of(b.venue.decision_types, b.decision.outcome)
     return out
 
 

@@ -8,6 +8,7 @@ from sqlalchemy.exc import IntegrityError
 
 from icml25.review import models as m
 from icml25.review.authority import Action, authorize, facts_for
+from icml25.review.decisions import types_of
 from icml25.review.errors import ServiceError
 from icml25.review.scales import CONFIDENCE, SCORE
 from icml25.review.services.base import Service, clean_int, clean_text, utcnow
@@ -127,8 +128,9 @@ class Reviewing(Service):
         """Record a decision (non-conflicted program chairs)."""
         b = self.bundle(sub_id)
         authorize(Action.DECIDE, facts_for(self.viewer(b.venue), b))
-        if outcome not in ("accept", "reject"):
-            raise ServiceError("the decision is accept or reject")
+        keys = [t.key for t in types_of(b.venue.decision_types)]
+        if outcome not in keys:
+            raise ServiceError(f"the decision is one of: {', '.join(keys)}")
         d = b.decision or m.Decision(submission_id=sub_id, decided_by=self.actor.id,
                                      outcome=outcome)
         d.outcome = outcome

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import asdict
 from pathlib import Path
 
 from sqlalchemy import delete, func, select
 
 from icml25.review import models as m
 from icml25.review.authority import Action, Viewer, authorize, facts_for
+from icml25.review.decisions import types_of
 from icml25.review.errors import NotAllowed, NotFound, ServiceError
 from icml25.review.security import check_pdf
 from icml25.review.services.base import EMAIL_RE, PUBLIC_DOMAINS, Service, clean_text, domain
@@ -181,6 +183,8 @@ class Submissions(Service):
             can_do["my_review"] = ({k: getattr(own, k) for k in (
                 "summary", "strengths", "questions", "weaknesses", "score", "confidence",
                 "submitted")} if own else None)
+        if can_do["decide"]:
+            can_do["decision_types"] = [asdict(t) for t in types_of(b.venue.decision_types)]
         if can_do["bid"]:
             can_do["my_bid"] = b.bids.get(viewer.user_id, 0)
         return can_do

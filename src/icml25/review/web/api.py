@@ -234,6 +234,18 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
         s.write_metareview(sid, body.text, body.recommendation)
         return sc.Ok()
 
+    @app.get("/venues/{slug}/decision-types", response_model=list[sc.View],
+             summary="The venue's decision types (members and authors)")
+    @one_hop
+    def decision_types(s: S, slug: str) -> list[dict]:
+        return s.decision_types(s.venue(slug))
+
+    @app.put("/venues/{slug}/decision-types", response_model=list[sc.View],
+             summary="Replace the venue's decision types, e.g. oral, poster, reject (chairs)")
+    @one_hop
+    def set_decision_types(s: S, slug: str, body: sc.DecisionTypesIn) -> list[dict]:
+        return s.set_decision_types(s.venue(slug), [t.model_dump() for t in body.types])
+
     @app.post("/submissions/{sid}/decision", summary="Decide (program chairs)",
               response_model=sc.Ok)
     @one_hop

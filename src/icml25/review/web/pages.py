@@ -152,7 +152,7 @@ def pages() -> APIRouter:
         v = c.svc.venue(slug)
         return render(c, "admin.html", a=c.svc.admin_page(v, outbox_page=outbox_page,
                                                          audit_page=audit_page),
-                      v=c.svc.venue_page(v))
+                      v=c.svc.venue_page(v), decision_types=c.svc.decision_types(v))
 
     @r.post("/v/{slug}/members")
     def add_member(c: C, slug: str, f: Annotated[MemberForm, Form()]) -> Response:

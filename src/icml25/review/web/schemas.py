@@ -105,6 +105,20 @@ class PairForm(_Form):
     kind: Literal["pin", "forbid", "none"]
 
 
+class DecisionTypesForm(_Form):
+    lines: str = Field(min_length=1, max_length=5000)
+
+
+class DecisionTypeIn(BaseModel):
+    key: str
+    label: str
+    accepted: bool
+
+
+class DecisionTypesIn(BaseModel):
+    types: list[DecisionTypeIn]
+
+
 class VerifyForm(_Form):
     credential: str = Field(min_length=1, max_length=100_000)
 

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from icml25.review.authority import public
 from icml25.review.web.deps import C, back, render
-from icml25.review.web.schemas import PairForm, ProfileForm, VerifyForm
+from icml25.review.web.schemas import DecisionTypesForm, PairForm, ProfileForm, VerifyForm
 
 
 def tool_pages() -> APIRouter:
@@ -39,6 +39,12 @@ def tool_pages() -> APIRouter:
         body = c.svc.submissions_csv(v, query=q, sort=sort, descending=desc)
         return Response(body, media_type="text/csv; charset=utf-8", headers={
             "Content-Disposition": f'attachment; filename="{v.slug}-submissions.csv"'})
+
+    @r.post("/v/{slug}/decision-types")
+    def set_decision_types(c: C, slug: str, f: Annotated[DecisionTypesForm, Form()]) -> Response:
+        types = c.svc.set_decision_types(c.svc.venue(slug), f.lines)
+        return back(f"/v/{slug}/admin", "Decision types saved: "
+                    + ", ".join(t["label"] for t in types) + ".")
 
     @r.get("/me/rewards", response_class=HTMLResponse)
     def my_rewards(c: C) -> Response:
