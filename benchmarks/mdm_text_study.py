@@ -33,6 +33,7 @@ PLANNERS = ("random", "top_prob", "top_margin")
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("part", choices=["infill", "perplexity"])
+    ap.add_argument("--kinds", default="single,multi", help="infill: single, multi or both")
     ap.add_argument("--n-single", type=int, default=200)
     ap.add_argument("--n-multi", type=int, default=100)
     ap.add_argument("--bytes-per-step", default="1,2")
@@ -52,14 +53,19 @@ def main() -> None:
 
     t0 = time.perf_counter()
     if args.part == "infill":
-        bps = [int(b) for b in args.bytes_per_step.split(",")]
-        for kind, n in (("single", args.n_single), ("multi", args.n_multi)):
-            record[kind] = evaluate_infilling(model, held_out, PLANNERS, kinds=[kind], n=n,
-                                              bytes_per_step=bps)[kind]
-            record["seconds"] = round(time.perf_counter() - t0, 1)
-            write()
-            print(kind, json.dumps({b: {p: r["exact"]["rate"] for p, r in v.items()}
-                                    for b, v in record[kind].items()}), flush=True)
+        sizes = {"single": args.n_single, "multi": args.n_multi}
+        for kind in args.kinds.split(","):
+            record[kind] = {}
+            for b in (int(b) for b in args.bytes_per_step.split(",")):
+                record[kind][b] = {}
+                for planner in PLANNERS:  # one at a time: an interrupted run keeps the rest
+                    r = evaluate_infilling(model, held_out, [planner], kinds=[kind],
+                                           n=sizes[kind], bytes_per_step=[b])[kind][b][planner]
+                    record[kind][b][planner] = r
+                    record["seconds"] = round(time.perf_counter() - t0, 1)
+                    write()
+                    print(kind, b, planner, json.dumps({m: round(v.get("rate", v.get("mean")), 4)
+                                                        for m, v in r.items()}), flush=True)
     else:
         from icml25.mdm.experiments import _reference_perplexity
 

@@ -290,8 +290,8 @@ TEXT_TASK_SEED, TEXT_SAMPLE_SEED = 0, 1
     published=TEXT_PUBLISHED,
     # quick: the shipped models, few spans and samples (wide intervals) so that the README's
     # main job stays short; full: retrain both models at the shipped settings, more of each
-    quick={"train": False, "n_single": 40, "n_multi": 20, "bytes_per_step": [1],
-           "n_samples": 8, "sample_steps": [16, 64]},
+    quick={"train": False, "n_single": 24, "n_multi": 10, "bytes_per_step": [1],
+           "n_samples": 6, "sample_steps": [16, 64]},
     # mdm / judge: (steps, warm-up, model sizes) as the shipped models were trained
     full={"train": True, "mdm": (400, 60, {}),
           "judge": (250, 40, {"d_model": 96, "n_layers": 3}), "batch_size": 16,

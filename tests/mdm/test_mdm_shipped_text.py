@@ -1,0 +1,49 @@
+"""The shipped text MDM and its causal judge: cards, and what they measurably learnt (fast:
+single forward passes on held-out modules)."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from icml25.mdm.model_io import load_model, read_card  # noqa: E402
+from icml25.mdm.text_data import MASK, PAD, load_corpus, window_index, windows  # noqa: E402
+from icml25.mdm.text_eval import byte_nll  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def held_out_windows():
+    index = window_index(load_corpus("held_out"), 256)
+    picks = np.random.default_rng(7).choice(len(index.starts), 32, replace=False)
+    return torch.from_numpy(windows(index, picks))
+
+
+@pytest.mark.parametrize("task", ["text", "text-causal"])
+def test_cards_record_the_command(task):
+    card = read_card(task)
+    assert card["finished"] and card["command"].startswith("icml25 mdm train --task text")
+    assert ("--autoregressive" in card["command"]) == (task == "text-causal")
+
+
+def test_the_judge_reads_held_out_code(held_out_windows):
+    judge = load_model(task="text-causal")
+    assert judge.cfg.causal
+    ppl = float(byte_nll(judge, held_out_windows).mean().exp())
+    # measured 7.3 per byte on 16 held-out windows (docs/mdm.md); uniform bytes would be 258
+    assert ppl < 12, ppl
+
+
+def test_the_mdm_fills_masked_held_out_bytes_better_than_the_commonest_byte(held_out_windows):
+    model = load_model(task="text")
+    assert not model.cfg.causal
+    gen = torch.Generator().manual_seed(0)
+    x = held_out_windows
+    masked = (torch.rand(x.shape, generator=gen) < 0.3) & (x != PAD)
+    with torch.no_grad():
+        logits = model(x.masked_fill(masked, MASK))
+    logits[..., MASK] = float("-inf")
+    acc = float((logits.argmax(-1) == x)[masked].float().mean())
+    space = float((x == ord(" "))[masked].float().mean())  # the commonest byte in code
+    # measured on these 2,441 masked bytes: 0.328 against 0.270 for always-space -- a weak
+    # model (docs/mdm.md: 400 steps on a shared CPU); the floor keeps it above the commonest byte
+    assert acc > space + 0.03, (acc, space)
