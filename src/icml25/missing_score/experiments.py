@@ -77,14 +77,19 @@ def load_cell(folder: Path | None, key: dict) -> dict | None:
     return saved["result"] if saved.get("key") == key else None
 
 
-def save_cell(folder: Path | None, key: dict, result: dict, seconds: float) -> None:
+def save_cell(folder: Path | None, key: dict, result: dict, seconds: float,
+              cpu_seconds: float | None = None) -> None:
+    """Write a finished cell (atomically), with its wall and CPU time: on a shared machine
+    the CPU time is what says how long the rest would take elsewhere."""
     if folder is None:
         return
     folder.mkdir(parents=True, exist_ok=True)
     path = cell_path(folder, tuple(key["job"]))
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": key, "result": result, "seconds": round(seconds, 1)},
-                              indent=1))
+    times = {"seconds": round(seconds, 1)}
+    if cpu_seconds is not None:
+        times["cpu_seconds"] = round(cpu_seconds, 1)
+    tmp.write_text(json.dumps({"key": key, "result": result, **times}, indent=1))
     tmp.replace(path)
 
 
@@ -110,9 +115,10 @@ def run_cells(ctx: RunContext, jobs: list, compute, description: str) -> dict:
     for job, payload in track(todo, description=description):
         if s.get("deadline") is not None and time.time() > s["deadline"]:
             break
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out[job] = compute(payload)
-        save_cell(folder, cell_key(ctx, job), out[job], time.perf_counter() - t0)
+        save_cell(folder, cell_key(ctx, job), out[job], time.perf_counter() - t0,
+                  time.process_time() - c0)
     return out
 
 
