@@ -134,10 +134,10 @@ class Assignments(Service):
         if kind not in ("pin", "forbid", "none"):
             raise ServiceError("kind is pin, forbid or none")
         user_id = int(user_id)
-        if kind != "none" and Role.REVIEWER not in self.roles(b.venue.id, user_id):
-            raise ServiceError("pins and forbids are for reviewers of this venue")
         if kind == "pin" and (user_id in b.conflict_user_ids or user_id in b.author_user_ids()):
             raise ServiceError("a conflicted reviewer cannot be pinned")
+        if kind != "none" and Role.REVIEWER not in self.roles(b.venue.id, user_id):
+            raise ServiceError("pins and forbids are for reviewers of this venue")
         row = self.db.scalar(select(m.PairConstraint).where(
             m.PairConstraint.submission_id == sub_id, m.PairConstraint.user_id == user_id))
         if kind == "none":
