@@ -110,3 +110,38 @@ def test_chairs_set_decision_types_through_the_api(client, db, settings):
     assert bad.status_code == 400 and "reject" in bad.json()["detail"]
     assert client.put("/api/v1/venues/dtapi/decision-types", headers=auth,
                       json={"types": [{"key": "x"}]}).status_code == 422
+
+
+def test_rebuttals_are_held_to_the_venues_length_limit(client, db, settings):
+    venue = populate_venue(db, settings, "reb", Phase.REBUTTAL)
+    chair = service_as(db, settings, CAST.chair)
+    assert venue.max_rebuttal_chars == 5000  # the default
+    with pytest.raises(ServiceError, match="from 100 to 20000"):
+        chair.set_rebuttal_limit(venue, 50)
+    with pytest.raises(NotAllowed):
+        service_as(db, settings, CAST.reviewers[0]).set_rebuttal_limit(venue, 200)
+    sub = db.scalar(select(m.Submission).where(m.Submission.venue_id == venue.id,
+                                               m.Submission.number == 1))
+    author_email = db.get(m.User, sub.submitter_id).email
+    web_login(client, CAST.chair, DEMO_PASSWORD)
+    admin = client.get("/v/reb/admin").text
+    r = client.post("/v/reb/rebuttal-limit", data={"csrf_token": csrf_of(admin),
+                                                   "max_chars": "200"})
+    assert r.status_code == 200 and "limited to 200 characters" in r.text
+    web_login(client, author_email, DEMO_PASSWORD)
+    page = client.get(f"/s/{sub.id}").text
+    assert 'maxlength="200"' in page and "(at most 200 characters)" in page
+    review = chair.bundle(sub.id).submitted_reviews()[0]
+    too_long = client.post(f"/r/{review.id}/rebuttal", data={"csrf_token": csrf_of(page),
+                                                            "text": "x" * 201})
+    assert too_long.status_code == 400 and "201 characters" in too_long.text
+    ok = client.post(f"/r/{review.id}/rebuttal", data={"csrf_token": csrf_of(page),
+                                                      "text": "y" * 200})
+    assert ok.status_code == 200
+    db.expire_all()
+    assert db.scalar(select(m.Rebuttal.text).where(m.Rebuttal.review_id == review.id)) == \
+        "y" * 200
+    token = chair.create_api_token("t")
+    api = client.put("/api/v1/venues/reb/rebuttal-limit", json={"max_chars": 3000},
+                     headers={"Authorization": f"Bearer {token}"})
+    assert api.status_code == 200 and api.json() == {"max_chars": 3000}

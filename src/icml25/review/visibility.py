@@ -231,6 +231,7 @@ def venue_view(viewer: Viewer, venue: m.Venue, *, authored: bool = False) -> dic
     f = facts_for(viewer, None, Phase(venue.phase), authored_in_venue=authored)
     if may(Action.VIEW_VENUE_DETAILS, f):
         out |= {"bidding_enabled": venue.bidding_enabled,
+                "max_rebuttal_chars": venue.max_rebuttal_chars,
                 "reviews_per_paper": venue.reviews_per_paper, "timeline": timeline,
                 "max_pdf_size": format_size(venue.max_pdf_bytes)}
     return out

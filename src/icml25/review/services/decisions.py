@@ -1,5 +1,6 @@
-"""A venue's decision types (oral, poster, reject ...): reading them and setting them (chairs,
-before any decision uses a type they drop). ``Reviewing.decide`` accepts only these keys."""
+"""A venue's rules for decisions and after: its decision types (oral, poster, reject ...; read
+by members, set by chairs, never dropping a type a decision uses; ``Reviewing.decide`` accepts
+only these keys) and its rebuttal length limit (``Reviewing.write_rebuttal`` enforces it)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from icml25.review import models as m
 from icml25.review.authority import Action, authorize, facts_for
 from icml25.review.decisions import DecisionTypeError, clean_types, parse_lines, to_json, types_of
 from icml25.review.errors import ServiceError
-from icml25.review.services.base import Service
+from icml25.review.services.base import Service, clean_int
 from icml25.review.workflow import Phase
 
 
@@ -24,6 +25,15 @@ class Decisions(Service):
             self.viewer(venue), None, Phase(venue.phase),
             authored_in_venue=bool(self.authored_ids(venue))))
         return [asdict(t) for t in types_of(venue.decision_types)]
+
+    def set_rebuttal_limit(self, venue: m.Venue, max_chars: int) -> int:
+        """The most characters of one rebuttal, 100..20000 (chairs); applies to later saves."""
+        authorize(Action.MANAGE_MEMBERS, facts_for(self.viewer(venue), None, Phase(venue.phase)))
+        venue.max_rebuttal_chars = clean_int(max_chars, "rebuttal limit", 100, 20_000)
+        self._audit(venue.id, "venue.rebuttal_limit", f"venue:{venue.id}",
+                    max_chars=venue.max_rebuttal_chars)
+        self._commit()
+        return venue.max_rebuttal_chars
 
     def set_decision_types(self, venue: m.Venue, rows: list[dict] | str) -> list[dict]:
         """Replace the venue's decision types (chairs): a list of {key, label, accepted} or the

@@ -93,7 +93,11 @@ class Reviewing(Service):
         if reb is None:
             reb = m.Rebuttal(review_id=r.id, author_id=self.actor.id, text="")
             self.db.add(reb)
-        reb.text = clean_text(text, "rebuttal")
+        text = clean_text(text, "rebuttal")
+        if len(text) > b.venue.max_rebuttal_chars:
+            raise ServiceError(f"the response has {len(text)} characters; this venue allows "
+                               f"at most {b.venue.max_rebuttal_chars} per review")
+        reb.text = text
         self._audit(b.venue.id, "rebuttal", f"review:{r.id}")
         self._commit()
         return reb

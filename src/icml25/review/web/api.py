@@ -246,6 +246,12 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
     def set_decision_types(s: S, slug: str, body: sc.DecisionTypesIn) -> list[dict]:
         return s.set_decision_types(s.venue(slug), [t.model_dump() for t in body.types])
 
+    @app.put("/venues/{slug}/rebuttal-limit", response_model=sc.RebuttalLimitIn,
+             summary="The most characters of one rebuttal, 100-20000 (chairs)")
+    @one_hop
+    def set_rebuttal_limit(s: S, slug: str, body: sc.RebuttalLimitIn) -> sc.RebuttalLimitIn:
+        return sc.RebuttalLimitIn(max_chars=s.set_rebuttal_limit(s.venue(slug), body.max_chars))
+
     @app.post("/submissions/{sid}/decision", summary="Decide (program chairs)",
               response_model=sc.Ok)
     @one_hop

@@ -109,6 +109,14 @@ class DecisionTypesForm(_Form):
     lines: str = Field(min_length=1, max_length=5000)
 
 
+class RebuttalLimitForm(_Form):
+    max_chars: int
+
+
+class RebuttalLimitIn(BaseModel):
+    max_chars: int
+
+
 class DecisionTypeIn(BaseModel):
     key: str
     label: str

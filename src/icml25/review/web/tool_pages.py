@@ -13,7 +13,13 @@ from fastapi.responses import HTMLResponse, Response
 
 from icml25.review.authority import public
 from icml25.review.web.deps import C, back, render
-from icml25.review.web.schemas import DecisionTypesForm, PairForm, ProfileForm, VerifyForm
+from icml25.review.web.schemas import (
+    DecisionTypesForm,
+    PairForm,
+    ProfileForm,
+    RebuttalLimitForm,
+    VerifyForm,
+)
 
 
 def tool_pages() -> APIRouter:
@@ -45,6 +51,11 @@ def tool_pages() -> APIRouter:
         types = c.svc.set_decision_types(c.svc.venue(slug), f.lines)
         return back(f"/v/{slug}/admin", "Decision types saved: "
                     + ", ".join(t["label"] for t in types) + ".")
+
+    @r.post("/v/{slug}/rebuttal-limit")
+    def set_rebuttal_limit(c: C, slug: str, f: Annotated[RebuttalLimitForm, Form()]) -> Response:
+        n = c.svc.set_rebuttal_limit(c.svc.venue(slug), f.max_chars)
+        return back(f"/v/{slug}/admin", f"Rebuttals are limited to {n} characters per review.")
 
     @r.get("/me/rewards", response_class=HTMLResponse)
     def my_rewards(c: C) -> Response:
