@@ -189,6 +189,10 @@ def test_bad_arguments_are_refused_at_the_boundary(bert):
     with pytest.raises(ValueError, match="pad_id"):
         generate(bert, [[5], [5, 6]], mask_id=MASK, gen_length=2, steps=2)
     assert check_remask("conf:0.2") == Conf(eta=0.2) and check_remask("conf") == Conf(eta=0.1)
+    assert check_remask("conf:0.1:0.5") == Conf(eta=0.1, start=0.5)
+    assert check_remask("cap:0.05:0.2:0.8") == Cap(eta=0.05, start=0.2, stop=0.8)
+    with pytest.raises(ValueError, match="start"):
+        check_remask("conf:0.1:0.9:0.5")
     assert set(PLANNERS) == {"random", "top_prob", "top_margin", "entropy"}
 
 

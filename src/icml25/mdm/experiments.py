@@ -290,7 +290,7 @@ TEXT_TASK_SEED, TEXT_SAMPLE_SEED = 0, 1
     published=TEXT_PUBLISHED,
     # quick: the shipped models, few spans and samples (wide intervals) so that the README's
     # main job stays short; full: retrain both models at the shipped settings, more of each
-    quick={"train": False, "n_single": 24, "n_multi": 10, "bytes_per_step": [1],
+    quick={"train": False, "n_single": 16, "n_multi": 6, "bytes_per_step": [1],
            "n_samples": 6, "sample_steps": [16, 64]},
     # mdm / judge: (steps, warm-up, model sizes) as the shipped models were trained
     full={"train": True, "mdm": (400, 60, {}),
