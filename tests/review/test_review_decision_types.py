@@ -145,3 +145,52 @@ def test_rebuttals_are_held_to_the_venues_length_limit(client, db, settings):
     api = client.put("/api/v1/venues/reb/rebuttal-limit", json={"max_chars": 3000},
                      headers={"Authorization": f"Bearer {token}"})
     assert api.status_code == 200 and api.json() == {"max_chars": 3000}
+
+
+@pytest.mark.parametrize("template, why", [
+    ("Dear {reviewer}", "unknown field"), ("a { b", "stray brace"),
+    ("{title:>999999}", "plainly"), ("{title.__class__}", "unknown field"), ("", "1-5000")])
+def test_a_decision_mail_template_may_use_only_its_fields(template, why):
+    from icml25.review.decisions import clean_mail
+
+    with pytest.raises(DecisionTypeError, match=why):
+        clean_mail(template)
+
+
+def test_authors_get_the_venues_decision_mail_at_notification(client, db, settings):
+    venue = populate_venue(db, settings, "mail", Phase.META_REVIEW)
+    chair = service_as(db, settings, CAST.chair)
+    chair.set_decision_types(venue, ORAL_POSTER)
+    with pytest.raises(ServiceError, match="unknown field"):
+        chair.set_decision_mail(venue, "Reviewed by {reviewer}")
+    with pytest.raises(NotAllowed):
+        service_as(db, settings, CAST.ac).set_decision_mail(venue, "x")
+    web_login(client, CAST.chair, DEMO_PASSWORD)
+    admin = client.get("/v/mail/admin").text
+    assert "the decision on submission #{number}" in admin  # the default, editable
+    r = client.post("/v/mail/decision-mail", data={
+        "csrf_token": csrf_of(admin),
+        "template": "Paper #{number} ({title}) at {venue}: {decision}. Congratulations?"})
+    assert r.status_code == 200 and "Decision e-mail saved" in r.text
+    db.expire_all()  # the page wrote through its own session
+    chair.advance_phase(venue)  # decision
+    subs = db.scalars(select(m.Submission).where(m.Submission.venue_id == venue.id)
+                      .order_by(m.Submission.number)).all()
+    chair.decide(subs[0].id, "poster")
+    chair.decide(subs[1].id, "reject")
+    chair.advance_phase(venue)  # notification: the e-mails go to the outbox
+    mails = db.scalars(select(m.Email).where(m.Email.venue_id == venue.id,
+                                             m.Email.submission_id == subs[0].id,
+                                             m.Email.subject.like("%Decision%"))).all()
+    authors = {a.email for a in db.scalars(select(m.SubmissionAuthor).where(
+        m.SubmissionAuthor.submission_id == subs[0].id))}
+    assert {e.to_addr for e in mails} == authors
+    assert all(e.body == f"Paper #1 ({subs[0].title}) at {venue.name}: Accept (poster). "
+               "Congratulations?" for e in mails)
+    other = db.scalar(select(m.Email.body).where(m.Email.submission_id == subs[1].id,
+                                                 m.Email.subject.like("%Decision%")))
+    assert other.endswith(": Reject. Congratulations?")
+    token = chair.create_api_token("t")
+    bad = client.put("/api/v1/venues/mail/decision-mail", json={"template": "{x}"},
+                     headers={"Authorization": f"Bearer {token}"})
+    assert bad.status_code == 400

@@ -205,14 +205,16 @@ GENERIC_FORM = {"email": "someone@x.example", "password": "long-enough-pw", "nam
                 "text": "t", "comprehension": "3", "constructiveness": "3", "title": "T",
                 "abstract": "A", "outcome": "accept", "recommendation": "accept", "pairs": "",
                 "bid_1": "1", "submission_id": "1", "kind": "none", "credential": "{}",
-                "lines": "x", "max_chars": "1000"}
+                "lines": "x", "max_chars": "1000",
+                "template": "t"}
 GENERIC_JSON = {"title": "T", "abstract": "A", "authors": [{"name": "N", "email": "a@b.example"}],
                 "email": "someone@x.example", "role": "reviewer", "summary": "s",
                 "strengths": "s", "questions": "q", "weaknesses": "w", "score": 5,
                 "confidence": 3, "comprehension": 3, "constructiveness": 3, "text": "t",
                 "recommendation": "accept", "outcome": "accept", "value": 1, "user_id": 1,
                 "force": False, "pairs": [], "kind": "none", "rating": 3, "public": False,
-                "bids": {}, "types": [], "max_chars": 1000}
+                "bids": {}, "types": [], "max_chars": 1000,
+                "template": "t"}
 
 
 class _Recorder:

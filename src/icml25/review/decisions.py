@@ -83,3 +83,38 @@ def to_json(types: list[DecisionType]) -> str:
 def label_of(stored: str | None, key: str) -> str:
     """The label of ``key`` in a venue's list (the key itself if no longer listed)."""
     return next((t.label for t in types_of(stored) if t.key == key), key)
+
+
+# the e-mail authors get at notification; a chair may rewrite it with these fields only
+# (nothing that could name a reviewer)
+MAIL_FIELDS = ("number", "title", "venue", "decision")
+DEFAULT_MAIL = ("Dear authors,\n\nthe decision on submission #{number} \"{title}\" at {venue} "
+                "is: {decision}.\n\nThe meta-review is available on the platform.")
+
+
+def clean_mail(template: str) -> str:
+    """Check a decision e-mail template: 1..5000 characters, only ``{number}``, ``{title}``,
+    ``{venue}`` and ``{decision}`` as fields (write ``{{`` for a brace)."""
+    import string
+
+    template = (template or "").replace("\r\n", "\n").strip()
+    if not 1 <= len(template) <= 5000:
+        raise DecisionTypeError("the decision e-mail needs 1-5000 characters")
+    try:
+        parts = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(template)
+                 if f is not None]
+    except ValueError as exc:
+        raise DecisionTypeError(f"the decision e-mail has a stray brace ({exc})") from None
+    if any(spec or conv for _, spec, conv in parts):
+        raise DecisionTypeError("write fields plainly, e.g. {title} (no ':' or '!')")
+    fields = [f for f, _, _ in parts]
+    unknown = sorted({f for f in fields if f not in MAIL_FIELDS})
+    if unknown:
+        raise DecisionTypeError(f"unknown field {{{unknown[0]}}}; use "
+                                + ", ".join(f"{{{f}}}" for f in MAIL_FIELDS))
+    return template
+
+
+def render_mail(template: str | None, **fields: object) -> str:
+    """The e-mail for one submission (the default text when the template is empty)."""
+    return (template or DEFAULT_MAIL).format(**{f: fields[f] for f in MAIL_FIELDS})

@@ -89,6 +89,9 @@ class Venue(Base):
     # JSON text: [{key, label, accepted}] -- the venue's decision types (revision 0005)
     decision_types: Mapped[str] = mapped_column(Text, default=DECISIONS_DEFAULT,
                                                 server_default=DECISIONS_DEFAULT)
+    # the e-mail authors get at notification ({number}, {title}, {venue}, {decision});
+    # empty: decisions.DEFAULT_MAIL; revision 0007
+    decision_mail: Mapped[str] = mapped_column(Text, default="", server_default="")
     # the most characters of one rebuttal (one response to one review); revision 0006
     max_rebuttal_chars: Mapped[int] = mapped_column(Integer, default=5000, server_default="5000")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -10,7 +10,15 @@ from sqlalchemy import select
 
 from icml25.review import models as m
 from icml25.review.authority import Action, authorize, facts_for
-from icml25.review.decisions import DecisionTypeError, clean_types, parse_lines, to_json, types_of
+from icml25.review.decisions import (
+    DEFAULT_MAIL,
+    DecisionTypeError,
+    clean_mail,
+    clean_types,
+    parse_lines,
+    to_json,
+    types_of,
+)
 from icml25.review.errors import ServiceError
 from icml25.review.services.base import Service, clean_int
 from icml25.review.workflow import Phase
@@ -34,6 +42,23 @@ class Decisions(Service):
                     max_chars=venue.max_rebuttal_chars)
         self._commit()
         return venue.max_rebuttal_chars
+
+    def decision_mail(self, venue: m.Venue) -> str:
+        """The venue's decision e-mail template (chairs)."""
+        authorize(Action.VIEW_ADMIN, facts_for(self.viewer(venue), None, Phase(venue.phase)))
+        return venue.decision_mail or DEFAULT_MAIL
+
+    def set_decision_mail(self, venue: m.Venue, template: str) -> str:
+        """Replace the e-mail authors get at notification (chairs); fields: {number},
+        {title}, {venue}, {decision} (the decision's label)."""
+        authorize(Action.MANAGE_MEMBERS, facts_for(self.viewer(venue), None, Phase(venue.phase)))
+        try:
+            venue.decision_mail = clean_mail(template)
+        except DecisionTypeError as exc:
+            raise ServiceError(str(exc)) from None
+        self._audit(venue.id, "venue.decision_mail", f"venue:{venue.id}")
+        self._commit()
+        return venue.decision_mail
 
     def set_decision_types(self, venue: m.Venue, rows: list[dict] | str) -> list[dict]:
         """Replace the venue's decision types (chairs): a list of {key, label, accepted} or the

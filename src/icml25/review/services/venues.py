@@ -258,10 +258,21 @@ class Venues(Service):
         if phase in texts:
             subject, body = texts[phase]
             for sub in subs:
+                if phase is Phase.NOTIFICATION:
+                    body = self._decision_mail(venue, sub)
                 for a in self.db.scalars(select(m.SubmissionAuthor).where(
                         m.SubmissionAuthor.submission_id == sub.id)):
                     self._mail(venue.id, a.email, f"[{venue.name}] #{sub.number}: {subject}",
                                body, sub.id)
+
+    def _decision_mail(self, venue: m.Venue, sub: m.Submission) -> str:
+        """The venue's decision e-mail for one submission (its template, decisions.py)."""
+        from icml25.review.decisions import label_of, render_mail
+
+        outcome = self.db.scalar(select(m.Decision.outcome).where(
+            m.Decision.submission_id == sub.id)) or ""
+        return render_mail(venue.decision_mail, number=sub.number, title=sub.title,
+                           venue=venue.name, decision=label_of(venue.decision_types, outcome))
 
     def venue_page(self, venue: m.Venue) -> dict:
         """The venue as the actor may see it: its public card for anyone logged in; timeline

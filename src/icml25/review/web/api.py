@@ -246,6 +246,13 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
     def set_decision_types(s: S, slug: str, body: sc.DecisionTypesIn) -> list[dict]:
         return s.set_decision_types(s.venue(slug), [t.model_dump() for t in body.types])
 
+    @app.put("/venues/{slug}/decision-mail", response_model=sc.DecisionMailIn,
+             summary="The e-mail authors get at notification: {number}, {title}, {venue}, "
+                     "{decision} (chairs)")
+    @one_hop
+    def set_decision_mail(s: S, slug: str, body: sc.DecisionMailIn) -> sc.DecisionMailIn:
+        return sc.DecisionMailIn(template=s.set_decision_mail(s.venue(slug), body.template))
+
     @app.put("/venues/{slug}/rebuttal-limit", response_model=sc.RebuttalLimitIn,
              summary="The most characters of one rebuttal, 100-20000 (chairs)")
     @one_hop

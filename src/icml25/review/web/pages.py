@@ -152,7 +152,8 @@ def pages() -> APIRouter:
         v = c.svc.venue(slug)
         return render(c, "admin.html", a=c.svc.admin_page(v, outbox_page=outbox_page,
                                                          audit_page=audit_page),
-                      v=c.svc.venue_page(v), decision_types=c.svc.decision_types(v))
+                      v=c.svc.venue_page(v), decision_types=c.svc.decision_types(v),
+                      decision_mail=c.svc.decision_mail(v))
 
     @r.post("/v/{slug}/members")
     def add_member(c: C, slug: str, f: Annotated[MemberForm, Form()]) -> Response:

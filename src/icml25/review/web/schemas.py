@@ -109,6 +109,14 @@ class DecisionTypesForm(_Form):
     lines: str = Field(min_length=1, max_length=5000)
 
 
+class DecisionMailForm(_Form):
+    template: str = Field(min_length=1, max_length=5000)
+
+
+class DecisionMailIn(BaseModel):
+    template: str
+
+
 class RebuttalLimitForm(_Form):
     max_chars: int
 

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, Response
 from icml25.review.authority import public
 from icml25.review.web.deps import C, back, render
 from icml25.review.web.schemas import (
+    DecisionMailForm,
     DecisionTypesForm,
     PairForm,
     ProfileForm,
@@ -51,6 +52,11 @@ def tool_pages() -> APIRouter:
         types = c.svc.set_decision_types(c.svc.venue(slug), f.lines)
         return back(f"/v/{slug}/admin", "Decision types saved: "
                     + ", ".join(t["label"] for t in types) + ".")
+
+    @r.post("/v/{slug}/decision-mail")
+    def set_decision_mail(c: C, slug: str, f: Annotated[DecisionMailForm, Form()]) -> Response:
+        c.svc.set_decision_mail(c.svc.venue(slug), f.template)
+        return back(f"/v/{slug}/admin", "Decision e-mail saved.")
 
     @r.post("/v/{slug}/rebuttal-limit")
     def set_rebuttal_limit(c: C, slug: str, f: Annotated[RebuttalLimitForm, Form()]) -> Response:
