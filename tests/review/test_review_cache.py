@@ -217,3 +217,28 @@ def test_cached_and_uncached_views_agree(db, settings, phase):
     finally:
         on.close()
         off.close()
+
+
+def test_a_known_token_needs_no_query_and_a_revoked_one_fails_at_once(db, settings, workers):
+    _reviewing(db, settings, "ct", n_papers=2)
+    tokens = _tokens(db, settings)
+    tok = tokens[CAST.reviewers[0]]
+    a, b = workers
+    for w in (a, b):
+        w.get("/me", tok)  # warm: the token's row and owner are now cached
+    a.count("/me", tok)
+    assert not [s for s in a.statements if "api_tokens" in s]
+    assert a.get("/me", tok).json()["email"] == CAST.reviewers[0]
+
+    # revoked through another session (the owner's web page, the CLI): both workers refuse it
+    owner = service_as(db, settings, CAST.reviewers[0])
+    (token_id,) = [t["id"] for t in owner.api_tokens()]
+    owner.revoke_api_token(token_id)
+    for w in (a, b):
+        assert w.get("/me", tok).status_code == 403  # the API refuses an unknown token
+
+    # a changed account is seen at once through a cached token
+    other = tokens[CAST.reviewers[1]]
+    assert a.get("/me", other).json()["profile_public"] is False
+    service_as(db, settings, CAST.reviewers[1]).set_profile_public(True)
+    assert a.get("/me", other).json()["profile_public"] is True

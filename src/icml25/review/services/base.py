@@ -122,6 +122,12 @@ class Context:
             self.cache.put_fact(e, key, value)
         return value
 
+    def refresh_fact(self, key: tuple, value) -> None:  # noqa: ANN001
+        """Replace a cached fact after a write that changed it but not the epoch."""
+        e = self.__dict__.get("epoch")
+        if e is not None and self.cache is not None:
+            self.cache.put_fact(e, key, value)
+
     @cached_property
     def hasher(self):  # noqa: ANN201
         return make_hasher(self.settings.argon2_time_cost, self.settings.argon2_memory_kib)
