@@ -242,3 +242,29 @@ def test_a_known_token_needs_no_query_and_a_revoked_one_fails_at_once(db, settin
     assert a.get("/me", other).json()["profile_public"] is False
     service_as(db, settings, CAST.reviewers[1]).set_profile_public(True)
     assert a.get("/me", other).json()["profile_public"] is True
+
+
+def test_a_newer_version_reloads_only_what_can_have_changed(db, settings, workers):
+    """After a review is written elsewhere, a worker catches up without reloading the
+    submission's authors, assignments or accounts (those change only with a new epoch), and
+    shows exactly what a worker with a cold cache shows."""
+    venue = _reviewing(db, settings, "cr", n_papers=2)
+    tokens = _tokens(db, settings)
+    _, sub = _assigned(db, venue)
+    writer = tokens[_assigned(db, venue, 1)[0].email]
+    chair = tokens[CAST.chair]
+    a, b = workers
+    a.get(f"/submissions/{sub.id}", chair)  # warm
+    assert b.post(f"/submissions/{sub.id}/review", writer,
+                  _review_body("marker-two")).status_code == 200
+    a.statements.clear()
+    shown = a.get(f"/submissions/{sub.id}", chair).json()
+    loaded = " ".join(a.statements)
+    assert "FROM submission_authors" not in loaded and "FROM assignments" not in loaded
+    assert "FROM reviews" in loaded  # what did change is loaded
+    assert "marker-two" in [r["summary"] for r in shown["reviews"]]
+    cold = Worker(settings)
+    try:
+        assert cold.get(f"/submissions/{sub.id}", chair).json() == shown
+    finally:
+        cold.close()
