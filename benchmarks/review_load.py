@@ -17,6 +17,7 @@ fires its next request the moment the last one returns, so latency measures the 
 
     .venv/bin/python benchmarks/review_load.py            # local PostgreSQL (ICML25_TEST_PG_URL)
     .venv/bin/python benchmarks/review_load.py --users 10 --seconds 10 --workers 2
+    .venv/bin/python benchmarks/review_load.py --client raw --mix views   # page views alone
     .venv/bin/python benchmarks/review_load.py --burst 500    # issue 22's burst target
     .venv/bin/python benchmarks/review_load.py --burst 500 --sqlite
 """
