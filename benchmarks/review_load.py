@@ -17,6 +17,7 @@ fires its next request the moment the last one returns, so latency measures the 
 
     .venv/bin/python benchmarks/review_load.py            # local PostgreSQL (ICML25_TEST_PG_URL)
     .venv/bin/python benchmarks/review_load.py --users 10 --seconds 10 --workers 2
+    .venv/bin/python benchmarks/review_load.py --client raw --mix views   # page views alone
     .venv/bin/python benchmarks/review_load.py --burst 500    # issue 22's burst target
     .venv/bin/python benchmarks/review_load.py --burst 500 --sqlite
 """
@@ -157,9 +158,14 @@ def _json_dumps(obj: dict) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
 
+VIEW_SHARE = {"mixed": 0.6, "views": 1.0}  # the rest: 25 % review writes, 15 % feedback
+
+
 async def user(client: httpx.AsyncClient, plan: dict, until: float, rng: random.Random,
-               lat: dict[str, list[float]], errors: list[str], think: float = 0.0) -> None:
+               lat: dict[str, list[float]], errors: list[str], think: float = 0.0,
+               mix: str = "mixed") -> None:
     n = 0
+    views = VIEW_SHARE[mix]
     if think:
         await asyncio.sleep(rng.uniform(0, think))  # users arrive spread out, not in a burst
     while time.perf_counter() < until:
@@ -167,12 +173,12 @@ async def user(client: httpx.AsyncClient, plan: dict, until: float, rng: random.
         u = rng.random()
         t0 = time.perf_counter()
         try:
-            if u < 0.6:
+            if u < views:
                 kind = "view"
                 token, sid = rng.choice(plan["views"])
                 path = f"/submissions/{sid}" if rng.random() < 0.5 else "/venues/load-rev"
                 r = await client.get(path, headers={"Authorization": f"Bearer {token}"})
-            elif u < 0.85:
+            elif u < views + 0.25 * (1 - views) / 0.4:
                 kind = "review"
                 token, sid = rng.choice(plan["writes"])
                 r = await client.post(f"/submissions/{sid}/review", headers={
@@ -196,13 +202,14 @@ async def user(client: httpx.AsyncClient, plan: dict, until: float, rng: random.
 
 
 async def drive(port: int, plan: dict, users: int, seconds: float,
-                think: float = 0.0, client: str = "httpx") -> tuple[dict, list]:
+                think: float = 0.0, client: str = "httpx",
+                mix: str = "mixed") -> tuple[dict, list]:
     lat: dict[str, list[float]] = {}
     errors: list[str] = []
     if client == "raw":
         clients = [RawClient(port) for _ in range(users)]
         until = time.perf_counter() + seconds
-        await asyncio.gather(*(user(c, plan, until, random.Random(i), lat, errors, think)
+        await asyncio.gather(*(user(c, plan, until, random.Random(i), lat, errors, think, mix)
                                for i, c in enumerate(clients)))
         for c in clients:
             await c.aclose()
@@ -211,7 +218,7 @@ async def drive(port: int, plan: dict, users: int, seconds: float,
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}/api/v1", timeout=30,
                                  limits=limits) as client:
         until = time.perf_counter() + seconds
-        await asyncio.gather(*(user(client, plan, until, random.Random(i), lat, errors, think)
+        await asyncio.gather(*(user(client, plan, until, random.Random(i), lat, errors, think, mix)
                                for i in range(users)))
     return lat, errors
 
@@ -442,6 +449,9 @@ def main() -> None:
                     "raw keep-alive connection per user (far less client CPU)")
     ap.add_argument("--think", type=float, default=0.0,
                     help="mean seconds a user waits between requests (0: saturation test)")
+    ap.add_argument("--mix", choices=sorted(VIEW_SHARE), default="mixed",
+                    help="mixed: 60 %% views, 25 %% review writes, 15 %% feedback; views: "
+                    "page views only (issue 22's saturation throughput of page views)")
     ap.add_argument("--server-log", default=os.devnull, help="server stderr goes here")
     ap.add_argument("--burst", type=int, default=0, metavar="N",
                     help="fire N review submissions at once instead of the closed loop")
@@ -469,7 +479,7 @@ def main() -> None:
                 cpu0, own0 = cpu_seconds(server.pid, None if args.sqlite else name), \
                     time.process_time()
                 lat, errors = asyncio.run(drive(port, plan, args.users, args.seconds,
-                                                args.think, args.client))
+                                                args.think, args.client, args.mix))
                 cpu1, own1 = cpu_seconds(server.pid, None if args.sqlite else name), \
                     time.process_time()
             kill_server(server)
@@ -485,7 +495,7 @@ def main() -> None:
         report_burst(res, args.burst, args.rounds, args.workers, backend)
         return
     total = sum(len(v) for v in lat.values())
-    print(f"{args.users} users (think {args.think:g} s, {args.client} client), "
+    print(f"{args.users} users (think {args.think:g} s, {args.client} client, {args.mix}), "
           f"{args.seconds:.0f} s, "
           f"{args.workers} workers, {backend}: "
           f"{total} requests ({total / args.seconds:.0f}/s), {len(errors)} errors")

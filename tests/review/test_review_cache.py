@@ -217,3 +217,54 @@ def test_cached_and_uncached_views_agree(db, settings, phase):
     finally:
         on.close()
         off.close()
+
+
+def test_a_known_token_needs_no_query_and_a_revoked_one_fails_at_once(db, settings, workers):
+    _reviewing(db, settings, "ct", n_papers=2)
+    tokens = _tokens(db, settings)
+    tok = tokens[CAST.reviewers[0]]
+    a, b = workers
+    for w in (a, b):
+        w.get("/me", tok)  # warm: the token's row and owner are now cached
+    a.count("/me", tok)
+    assert not [s for s in a.statements if "api_tokens" in s]
+    assert a.get("/me", tok).json()["email"] == CAST.reviewers[0]
+
+    # revoked through another session (the owner's web page, the CLI): both workers refuse it
+    owner = service_as(db, settings, CAST.reviewers[0])
+    (token_id,) = [t["id"] for t in owner.api_tokens()]
+    owner.revoke_api_token(token_id)
+    for w in (a, b):
+        assert w.get("/me", tok).status_code == 403  # the API refuses an unknown token
+
+    # a changed account is seen at once through a cached token
+    other = tokens[CAST.reviewers[1]]
+    assert a.get("/me", other).json()["profile_public"] is False
+    service_as(db, settings, CAST.reviewers[1]).set_profile_public(True)
+    assert a.get("/me", other).json()["profile_public"] is True
+
+
+def test_a_newer_version_reloads_only_what_can_have_changed(db, settings, workers):
+    """After a review is written elsewhere, a worker catches up without reloading the
+    submission's authors, assignments or accounts (those change only with a new epoch), and
+    shows exactly what a worker with a cold cache shows."""
+    venue = _reviewing(db, settings, "cr", n_papers=2)
+    tokens = _tokens(db, settings)
+    _, sub = _assigned(db, venue)
+    writer = tokens[_assigned(db, venue, 1)[0].email]
+    chair = tokens[CAST.chair]
+    a, b = workers
+    a.get(f"/submissions/{sub.id}", chair)  # warm
+    assert b.post(f"/submissions/{sub.id}/review", writer,
+                  _review_body("marker-two")).status_code == 200
+    a.statements.clear()
+    shown = a.get(f"/submissions/{sub.id}", chair).json()
+    loaded = " ".join(a.statements)
+    assert "FROM submission_authors" not in loaded and "FROM assignments" not in loaded
+    assert "FROM reviews" in loaded  # what did change is loaded
+    assert "marker-two" in [r["summary"] for r in shown["reviews"]]
+    cold = Worker(settings)
+    try:
+        assert cold.get(f"/submissions/{sub.id}", chair).json() == shown
+    finally:
+        cold.close()

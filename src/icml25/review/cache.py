@@ -69,6 +69,15 @@ class ViewCache:
         hit = self._bundles.get(sub_id)
         return hit[1] if hit is not None and hit[0] == version else None
 
+    def earlier_bundle(self, epoch: int, sub_id: int) -> Bundle | None:
+        """The bundle filed for ``sub_id`` in this epoch, whatever its version: its authors,
+        assignments and users are still current (a change to those is a new epoch), the rest
+        may not be."""
+        if epoch != self._epoch:
+            return None
+        hit = self._bundles.get(sub_id)
+        return hit[1] if hit is not None else None
+
     def put_bundle(self, epoch: int, sub_id: int, version: int, bundle: Bundle) -> None:
         self._sync(epoch)
         if epoch == self._epoch:

@@ -87,8 +87,12 @@ class ReviewService(UsesContext):
             setattr(self, attr, cls(self))
 
     def as_user(self, user: m.User | None) -> ReviewService:
-        """The same database session and settings, acting as another user."""
-        return ReviewService(self.db, self.settings, user)
+        """The same database session and settings, acting as another user (the epoch this
+        request read stays a valid label for what it reads next)."""
+        other = ReviewService(self.db, self.settings, user)
+        if "epoch" in self.ctx.__dict__:
+            other.ctx.__dict__["epoch"] = self.ctx.epoch
+        return other
 
     def __getattr__(self, name: str):  # noqa: ANN204
         service = ROUTING.get(name)

@@ -54,9 +54,12 @@ class Settings(BaseSettings):
     sqlite_busy_timeout: float = Field(5.0, ge=0, description="SQLite: seconds a write waits "
                                        "for another writer's lock before it is answered 503")
     # ---- admission control (per worker process; see icml25/review/admission.py)
-    max_concurrent_requests: int = Field(12, ge=0, description="requests a worker serves at "
+    max_concurrent_requests: int = Field(4, ge=0, description="requests a worker serves at "
                                          "once (0: no limit); keep it below "
-                                         "`db_pool_size + db_max_overflow`")
+                                         "`db_pool_size + db_max_overflow`. A worker runs "
+                                         "one Python thread at a time: a few in flight hide "
+                                         "the database round trips, more only contend for "
+                                         "the interpreter lock")
     max_concurrent_light_requests: int = Field(4, ge=0, description="separate lane for cheap "
                                                "pages (GET /login, /register), so they stay "
                                                "fast while the main lane is full")

@@ -3,9 +3,10 @@ and account), web sessions, personal access tokens and profile settings."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
 
 from icml25.review import models as m
 from icml25.review.errors import LoginFailed, LoginThrottled, NotFound, ServiceError
@@ -200,17 +201,38 @@ class Accounts(Service):
         self._commit()
 
     def api_user(self, secret: str | None) -> m.User | None:
-        """The user a bearer token belongs to."""
+        """The user a bearer token belongs to.
+
+        The token's row and its owner come from the view cache when current (a revoked token
+        or a changed account is a new epoch, so a hit is never stale); the owner is attached
+        to this request's session without a query."""
         if not secret:
             return None
-        found = self.db.execute(select(m.ApiToken, m.User).join(
-            m.User, m.User.id == m.ApiToken.user_id).where(
-            m.ApiToken.token_hash == token_hash(secret))).first()
+        digest = token_hash(secret)
+        found = self.ctx.cached_fact(("token", digest), lambda: self._load_token(digest))
         if found is None:
             return None
-        t, user = found
+        token_id, last_used, owner = found
+        user = self.db.merge(owner, load=False)
         # record use at most once a minute (no write on every API call)
-        if t.last_used_at is None or aware(t.last_used_at) < utcnow() - timedelta(minutes=1):
-            t.last_used_at = utcnow()
-            self.db.commit()
+        now = utcnow()
+        if last_used is None or aware(last_used) < now - timedelta(minutes=1):
+            t = self.db.get(m.ApiToken, token_id)
+            if t is None:  # revoked a moment ago
+                return None
+            t.last_used_at = now
+            self.db.commit()  # a token's last use is no fact the cache keeps: same epoch
+            self.ctx.refresh_fact(("token", digest), (token_id, now, owner))
         return user
+
+    def _load_token(self, digest: str) -> tuple[int, datetime | None, m.User] | None:
+        """(token id, last use, owner) of a token, loaded outside the request's session so
+        that the cached owner is never tied to (or expired by) it."""
+        side = Session(bind=self.db.connection(), expire_on_commit=False, autoflush=False)
+        try:
+            found = side.execute(select(m.ApiToken.id, m.ApiToken.last_used_at, m.User).join(
+                m.User, m.User.id == m.ApiToken.user_id).where(
+                m.ApiToken.token_hash == digest)).first()
+        finally:
+            side.close()
+        return None if found is None else (found[0], found[1], found[2])
