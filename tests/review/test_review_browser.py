@@ -6,41 +6,24 @@ as program chair, author, three reviewers and the area chair. Screenshots of eac
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
+from browser_helpers import ARGS, CHROMIUM, live_server, require_browser
 from review_helpers import fast_settings
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update"]
 PW = "browser-pass-123"
-
-
-def _require(cond: bool, why: str) -> None:
-    if not cond:
-        if os.environ.get("ICML25_REQUIRE_BROWSER") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
 
 
 @pytest.fixture
 def server(tmp_path):
-    import uvicorn
-
-    from icml25.review.db import make_engine
+    from icml25.review.db import make_engine, make_sessionmaker
     from icml25.review.models import Base
     from icml25.review.service import ReviewService
-    from icml25.review.web import create_app
 
     settings = fast_settings(f"sqlite:///{tmp_path / 'browser.sqlite3'}", tmp_path)
     engine = make_engine(settings.database_url)
     Base.metadata.create_all(engine)
-    from icml25.review.db import make_sessionmaker
-
     db = make_sessionmaker(engine)()
     svc = ReviewService(db, settings)
     svc.create_user("chair@conf.example", "Paula Chair", PW, is_admin=True)
@@ -49,27 +32,13 @@ def server(tmp_path):
         svc.create_user(f"rev{i}@lab{i}.example", f"Rita Reviewer{i}", PW)
     svc.create_user("author@uni.example", "Ada Author", PW)
     db.close()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn.Config(create_app(settings, engine), host="127.0.0.1", port=port,
-                            log_level="warning")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 20
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    assert srv.started, "server did not start"
-    yield f"http://127.0.0.1:{port}", tmp_path
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with live_server(settings, engine) as base:
+        yield base, tmp_path
     engine.dispose()
 
 
 def test_one_paper_through_the_whole_process(server):
-    _require(Path(CHROMIUM).exists(), f"{CHROMIUM} not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+    sync_api = require_browser()
     base, tmp = server
     shots = Path(os.environ.get("ICML25_ARTIFACTS_DIR", Path(__file__).parents[2] / "artifacts"))
     shots = shots / "review-browser"
