@@ -16,6 +16,7 @@ draws a batch, computes its loss and writes answers. Needs torch; no I/O.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
@@ -127,7 +128,7 @@ def _span_rows(seqs, vocab: Vocab, prefix: int) -> dict[str, torch.Tensor]:
     return {"tokens": tokens, "maskable": maskable}
 
 
-class Method:
+class Method(ABC):
     """One training method. ``causal``: decoded left to right; ``prefix``: slots in front of
     the prompt (uniform diffusion's time token)."""
 
@@ -139,19 +140,23 @@ class Method:
     def vocab(self, task: Task) -> Vocab:
         return Vocab(task.vocab())
 
+    @abstractmethod
     def rows(self, task: str, seqs, vocab: Vocab, rng: np.random.Generator) -> dict:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def batch(self, rows: dict, idx: torch.Tensor, gen: torch.Generator, vocab: Vocab):
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def loss(self, net, batch, vocab: Vocab) -> torch.Tensor:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def answers(self, model, vocab: Vocab, x: torch.Tensor, answer_len: int, *,
                 temperature: float, top_k: int | None, steps: int | None,
                 generator: torch.Generator | None) -> list[str]:
-        raise NotImplementedError
+        ...
 
 
 class _Causal(Method):
