@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from review_helpers import fast_settings
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -26,6 +27,23 @@ def require_browser():  # noqa: ANN201
             pytest.fail(why)
         pytest.skip(why)
     return pytest.importorskip("playwright.sync_api")
+
+
+@contextmanager
+def sqlite_site(tmp_path: Path, name: str) -> Iterator[tuple]:
+    """A fresh SQLite database for a browser test: (settings, engine, session)."""
+    from icml25.review.db import make_engine, make_sessionmaker
+    from icml25.review.models import Base
+
+    settings = fast_settings(f"sqlite:///{tmp_path / (name + '.sqlite3')}", tmp_path)
+    engine = make_engine(settings.database_url)
+    Base.metadata.create_all(engine)
+    db = make_sessionmaker(engine)()
+    try:
+        yield settings, engine, db
+    finally:
+        db.close()
+        engine.dispose()
 
 
 @contextmanager

@@ -9,32 +9,24 @@ import os
 from pathlib import Path
 
 import pytest
-from browser_helpers import ARGS, CHROMIUM, live_server, require_browser
-from review_helpers import fast_settings
+from browser_helpers import ARGS, CHROMIUM, live_server, require_browser, sqlite_site
 
 PW = "browser-pass-123"
 
 
 @pytest.fixture
 def server(tmp_path):
-    from icml25.review.db import make_engine, make_sessionmaker
-    from icml25.review.models import Base
     from icml25.review.service import ReviewService
 
-    settings = fast_settings(f"sqlite:///{tmp_path / 'browser.sqlite3'}", tmp_path)
-    engine = make_engine(settings.database_url)
-    Base.metadata.create_all(engine)
-    db = make_sessionmaker(engine)()
-    svc = ReviewService(db, settings)
-    svc.create_user("chair@conf.example", "Paula Chair", PW, is_admin=True)
-    svc.create_user("ac@ac.example", "Arthur AreaChair", PW)
-    for i in (1, 2, 3):
-        svc.create_user(f"rev{i}@lab{i}.example", f"Rita Reviewer{i}", PW)
-    svc.create_user("author@uni.example", "Ada Author", PW)
-    db.close()
-    with live_server(settings, engine) as base:
-        yield base, tmp_path
-    engine.dispose()
+    with sqlite_site(tmp_path, "browser") as (settings, engine, db):
+        svc = ReviewService(db, settings)
+        svc.create_user("chair@conf.example", "Paula Chair", PW, is_admin=True)
+        svc.create_user("ac@ac.example", "Arthur AreaChair", PW)
+        for i in (1, 2, 3):
+            svc.create_user(f"rev{i}@lab{i}.example", f"Rita Reviewer{i}", PW)
+        svc.create_user("author@uni.example", "Ada Author", PW)
+        with live_server(settings, engine) as base:
+            yield base, tmp_path
 
 
 def test_one_paper_through_the_whole_process(server):

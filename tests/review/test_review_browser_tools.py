@@ -5,8 +5,8 @@ Screenshots go to ``$ICML25_ARTIFACTS_DIR/review-browser`` (named ``tools-*.png`
 from __future__ import annotations
 
 import pytest
-from browser_helpers import Browser, live_server, require_browser, screenshot_dir
-from review_helpers import fast_settings, service_as
+from browser_helpers import Browser, live_server, require_browser, screenshot_dir, sqlite_site
+from review_helpers import service_as
 from sqlalchemy import select
 
 from icml25.review import models as m
@@ -33,16 +33,8 @@ def _topic_text(kind: str, **ctx: object) -> str:
 @pytest.fixture
 def site(tmp_path):
     """A SQLite database, its settings and a session (the browser tests' seed)."""
-    from icml25.review.db import make_engine, make_sessionmaker
-    from icml25.review.models import Base
-
-    settings = fast_settings(f"sqlite:///{tmp_path / 'tools.sqlite3'}", tmp_path)
-    engine = make_engine(settings.database_url)
-    Base.metadata.create_all(engine)
-    db = make_sessionmaker(engine)()
-    yield settings, engine, db
-    db.close()
-    engine.dispose()
+    with sqlite_site(tmp_path, "tools") as site:
+        yield site
 
 
 def test_a_reviewer_bids_from_the_console(site):
