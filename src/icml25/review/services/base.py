@@ -425,7 +425,8 @@ def load_bundles(db: Session, venue: m.Venue, rows,  # noqa: ANN001
     ids = [s.id for s in subs]
     q = _BUNDLE_QUERIES
     run = db.execute
-    earlier = {i: b for i, b in (earlier or {}).items() if i in set(ids)}
+    wanted = set(ids)
+    earlier = {i: b for i, b in (earlier or {}).items() if i in wanted}
     fresh = [i for i in ids if i not in earlier]
 
     authors, assignments, posts = defaultdict(list), defaultdict(list), defaultdict(list)
