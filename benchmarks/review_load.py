@@ -36,6 +36,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -383,26 +384,28 @@ def report_burst(res: dict, n: int, rounds: int, workers: int,
 def start_server(url: str, tmp: Path, workers: int, log: str = os.devnull,
                  env: dict[str, str] | None = None) -> tuple[subprocess.Popen, int]:
     """``icml25 review serve --workers N`` on a free loopback port, its own process group;
-    returns once every worker answers."""
+    returns once every worker has started (each logs "Application startup complete": on a
+    loaded machine a worker can take seconds longer than the first to import the app, and the
+    clients connecting meanwhile would all land on the first)."""
     port = _port()
     env = dict(os.environ, ICML25_DATABASE_URL=url, ICML25_UPLOAD_DIR=str(tmp),
                ICML25_TICK_SECONDS="0", **(env or {}))
     icml25 = Path(sys.executable).with_name("icml25")
+    err = Path(tmp) / f"server-{port}.log" if log == os.devnull else Path(log)
+    err.parent.mkdir(parents=True, exist_ok=True)
+    start = err.stat().st_size if err.exists() else 0
     server = subprocess.Popen([str(icml25), "review", "serve", "--port", str(port),
                                "--workers", str(workers)], env=env,
                               stdout=subprocess.DEVNULL, start_new_session=True,
-                              stderr=open(log, "ab"))  # noqa: SIM115
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/login", timeout=1)
-            break
-        except httpx.TransportError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                kill_server(server)
-                raise RuntimeError("the server did not start") from None
-            time.sleep(0.2)
-    time.sleep(1.5 if workers > 1 else 0)  # let every worker finish starting
+                              stderr=open(err, "ab"))  # noqa: SIM115
+    deadline = time.monotonic() + 90
+    while (err.read_bytes()[start:].decode(errors="replace")
+           .count("Application startup complete") < workers):
+        if server.poll() is not None or time.monotonic() > deadline:
+            kill_server(server)
+            raise RuntimeError("the server did not start:\n" + err.read_text()[-2000:])
+        time.sleep(0.2)
+    httpx.get(f"http://127.0.0.1:{port}/login", timeout=10)
     return server, port
 
 
@@ -427,6 +430,34 @@ def cpu_seconds(group: int, database: str | None = None) -> dict[str, float]:
         elif database and cmd.startswith("postgres:") and f" {database} " in cmd:
             out["postgres"] += used
     return out
+
+
+def connections_per_worker(group: int, port: int) -> list[int]:
+    """Established connections to ``port`` held by each process of the server's group, most
+    first (from /proc; Linux only): how evenly the workers share the clients."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            if int(f[1].rsplit(":", 1)[1], 16) == port and f[3] == "01":  # 01: ESTABLISHED
+                inodes.add(f[9])
+    counts = []
+    for pid in os.listdir("/proc"):
+        try:
+            if not pid.isdigit() or int(Path(f"/proc/{pid}/stat").read_text()
+                                        .rsplit(")", 1)[1].split()[2]) != group:
+                continue
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue
+        n = sum(1 for x in links if x.startswith("socket:[") and x[8:-1] in inodes)
+        if n:
+            counts.append(n)
+    return sorted(counts, reverse=True)
 
 
 def kill_server(server: subprocess.Popen) -> None:
@@ -478,8 +509,13 @@ def main() -> None:
             else:
                 cpu0, own0 = cpu_seconds(server.pid, None if args.sqlite else name), \
                     time.process_time()
+                timer = threading.Timer(min(5.0, args.seconds / 2), lambda: spread.extend(
+                    connections_per_worker(server.pid, port)))
+                spread: list[int] = []
+                timer.start()
                 lat, errors = asyncio.run(drive(port, plan, args.users, args.seconds,
                                                 args.think, args.client, args.mix))
+                timer.cancel()
                 cpu1, own1 = cpu_seconds(server.pid, None if args.sqlite else name), \
                     time.process_time()
             kill_server(server)
@@ -503,6 +539,7 @@ def main() -> None:
         ms = np.array(xs) * 1000
         print(f"  {kind:9s} n={len(ms):6d}  p50 {np.percentile(ms, 50):7.1f} ms  "
               f"p95 {np.percentile(ms, 95):7.1f} ms  p99 {np.percentile(ms, 99):7.1f} ms")
+    print(f"  client connections per worker: {spread}")
     for e in errors[:5]:
         print("  error:", e)
     views = len(lat.get("view", [])) / args.seconds

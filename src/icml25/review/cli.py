@@ -89,12 +89,17 @@ def serve(host: str = typer.Option("127.0.0.1", envvar="ICML25_HOST"),
     from icml25.review.db import upgrade
 
     s = _settings(database_url)
-    uvicorn = require_extra("uvicorn", "review")
+    require_extra("uvicorn", "review")
+    from icml25.review.server import run
+
     upgrade(s.database_url)
     os.environ["ICML25_DATABASE_URL"] = s.database_url
     typer.echo(f"serving http://{host}:{port}/ (API: /api/v1/docs)")
-    uvicorn.run("icml25.review.web:create_app", factory=True, host=host, port=port,
-                workers=workers)
+    try:
+        run("icml25.review.web:create_app", host=host, port=port, workers=workers)
+    except OSError as exc:  # the port is taken, or the address is not this machine's
+        typer.echo(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(1) from None
 
 
 @app.command()
