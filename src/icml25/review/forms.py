@@ -229,14 +229,17 @@ def rows_from_form(form: Mapping[str, str]) -> list[dict]:
                       if re.match(r"^f\d{1,3}_", k)})
     rows = []
     for i in indices:
-        get = lambda name: str(form.get(f"f{i}_{name}") or "").strip()  # noqa: E731
-        if get("remove") or not (get("key") or get("label")):
+        row = {name: str(form.get(f"f{i}_{name}") or "").strip() for name in _ROW_INPUTS}
+        if row["remove"] or not (row["key"] or row["label"]):
             continue
-        low = get("low") or "1"
+        low = row["low"] or "1"
         if not re.fullmatch(r"-?\d{1,2}", low):
-            raise FormError(f"field '{get('key')}': the scale starts at a whole number")
-        rows.append({"key": get("key"), "label": get("label"), "kind": get("kind"),
-                     "stage": get("stage") or "1", "required": bool(get("required")),
-                     "audience": get("audience"), "help": get("help"),
-                     "options": split_options(get("options")), "low": int(low)})
+            raise FormError(f"field '{row['key']}': the scale starts at a whole number")
+        rows.append(row | {"stage": row["stage"] or "1", "required": bool(row["required"]),
+                           "options": split_options(row["options"]), "low": int(low)})
+        del rows[-1]["remove"]
     return rows
+
+
+_ROW_INPUTS = ("key", "label", "kind", "stage", "required", "audience", "help", "options",
+               "low", "remove")
