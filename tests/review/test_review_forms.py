@@ -402,3 +402,19 @@ def test_the_chairs_page_defines_the_form_and_reviewers_fill_it(client, db, sett
     assert client.get("/v/fweb/review-form").status_code == 200
     assert client.post("/v/fweb/review-form", data=data | {
         "csrf_token": csrf_of(page)}).status_code == 403
+
+
+def test_labels_and_answers_render_as_text(client, db, settings):
+    venue, chair, sub, reviewers = _reviewing_venue(db, settings, "fxss")
+    payload = "<script>alert(1)</script>"
+    chair.save_review_form(venue, [
+        {"key": "x", "label": payload, "kind": "choice", "options": [payload, "b"],
+         "help": '<img src=x onerror="alert(2)">'},
+        {"key": "t", "label": "T", "kind": "text"}])
+    service_as(db, settings, reviewers[0]).save_review(
+        sub.id, **CORE, answers={"x": payload, "t": payload})
+    web_login(client, CAST.chair, DEMO_PASSWORD)
+    for url in ("/v/fxss/review-form", f"/s/{sub.id}"):
+        page = client.get(url).text
+        assert "<script>alert" not in page and "<img src=x" not in page, url
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page, url

@@ -94,6 +94,8 @@ class Venue(Base):
     decision_mail: Mapped[str] = mapped_column(Text, default="", server_default="")
     # the most characters of one rebuttal (one response to one review); revision 0006
     max_rebuttal_chars: Mapped[int] = mapped_column(Integer, default=5000, server_default="5000")
+    # the newest version of the venue's review form (0: the built-in form); revision 0008
+    review_form_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -54,6 +54,7 @@ class ReviewForms(Service):
         if fields != self.form_fields(venue, current):
             self.db.add(m.ReviewFormVersion(venue_id=venue.id, version=current + 1,
                                             fields=to_json(fields), created_by=self.actor.id))
+            venue.review_form_version = current + 1  # a venue change: a new cache epoch
             self._audit(venue.id, "venue.review_form", f"venue:{venue.id}",
                         version=current + 1, keys=[f.key for f in fields])
             self._commit()
@@ -62,8 +63,7 @@ class ReviewForms(Service):
     # ------------------------------------------------------------------ for the services
     def current_form_version(self, venue: m.Venue) -> int:
         """The venue's newest form version (0: the built-in form)."""
-        return self.db.scalar(select(func.max(m.ReviewFormVersion.version)).where(
-            m.ReviewFormVersion.venue_id == venue.id)) or DEFAULT_VERSION
+        return venue.review_form_version
 
     def version_to_write(self, venue: m.Venue, review: m.Review | None) -> int:
         """The form version a review is (re)written with: a submitted review keeps its own;
@@ -76,11 +76,18 @@ class ReviewForms(Service):
         """The added fields of one version of the venue's form."""
         if version == DEFAULT_VERSION:
             return ()
-        text = self.db.scalar(select(m.ReviewFormVersion.fields).where(
-            m.ReviewFormVersion.venue_id == venue.id, m.ReviewFormVersion.version == version))
-        if text is None:
+
+        def load() -> tuple[FormField, ...] | None:
+            text = self.db.scalar(select(m.ReviewFormVersion.fields).where(
+                m.ReviewFormVersion.venue_id == venue.id,
+                m.ReviewFormVersion.version == version))
+            return None if text is None else from_json(text)
+
+        # a version never changes once written: cached like an account fact
+        fields = self.ctx.cached_fact(("review_form", venue.id, int(version)), load)
+        if fields is None:
             raise NotFound(f"this venue has no review form version {version}")
-        return from_json(text)
+        return fields
 
     def _versions(self, venue: m.Venue) -> list[dict]:
         used = dict(self.db.execute(select(m.Review.form_version, func.count()).join(

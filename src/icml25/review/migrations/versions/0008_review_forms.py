@@ -1,7 +1,8 @@
-"""Configurable, versioned review forms (issue 29, point 3): the table ``review_form_versions``
-(one row per saved version of a venue's form) and, per review, the version it is written with
-(``reviews.form_version``; 0, the built-in fixed form, for every existing review) and its
-answers to the added fields (``reviews.answers``, JSON).
+"""Configurable, versioned review forms (issue 29, point 3): the table
+``review_form_versions`` (one row per saved version of a venue's form), the venue's newest
+version (``venues.review_form_version``; 0, the built-in form) and, per review, the version it
+is written with (``reviews.form_version``; 0 for every existing review) and its answers to the
+added fields (``reviews.answers``, JSON).
 
 Revision ID: 0008
 Revises: 0007
@@ -42,6 +43,9 @@ def upgrade() -> None:
                               unique=False)
         batch_op.create_index(batch_op.f("ix_review_form_versions_created_by"), ["created_by"],
                               unique=False)
+    with op.batch_alter_table("venues", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("review_form_version", sa.Integer(), nullable=False,
+                                      server_default="0"))
     with op.batch_alter_table("reviews", schema=None) as batch_op:
         batch_op.add_column(sa.Column("form_version", sa.Integer(), nullable=False,
                                       server_default="0"))
@@ -53,6 +57,8 @@ def downgrade() -> None:
     with op.batch_alter_table("reviews", schema=None) as batch_op:
         batch_op.drop_column("answers")
         batch_op.drop_column("form_version")
+    with op.batch_alter_table("venues", schema=None) as batch_op:
+        batch_op.drop_column("review_form_version")
     with op.batch_alter_table("review_form_versions", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_review_form_versions_created_by"))
         batch_op.drop_index(batch_op.f("ix_review_form_versions_venue_id"))
