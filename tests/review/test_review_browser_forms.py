@@ -4,7 +4,6 @@ after rating every review. Screenshots go to ``$ICML25_ARTIFACTS_DIR/review-brow
 
 from __future__ import annotations
 
-import pytest
 from browser_helpers import Browser, live_server, require_browser, screenshot_dir, sqlite_site
 from review_helpers import service_as
 from sqlalchemy import select
@@ -18,16 +17,14 @@ CORE = dict(summary="Sound.", strengths="Clear.", questions="Does it scale?",
             weaknesses="Small data.", score=6, confidence=3)
 
 
-@pytest.fixture
-def site(tmp_path):
-    with sqlite_site(tmp_path, "forms") as site:
-        yield site
-
-
-def test_a_stage2_field_reaches_the_author_only_after_rating(site):
+def test_a_stage2_field_reaches_the_author_only_after_rating(tmp_path):
     sync_api = require_browser()
+    with sqlite_site(tmp_path, "forms") as (settings, engine, db):
+        _chair_reviewer_author(sync_api, settings, engine, db)
+
+
+def _chair_reviewer_author(sync_api, settings, engine, db) -> None:  # noqa: ANN001
     expect = sync_api.expect
-    settings, engine, db = site
     venue = populate_venue(db, settings, "bforms", Phase.ASSIGNMENT, n_papers=1)
     chair_svc = service_as(db, settings, CAST.chair)
     chair_svc.advance_phase(venue)  # reviewing

@@ -418,3 +418,22 @@ def test_labels_and_answers_render_as_text(client, db, settings):
         page = client.get(url).text
         assert "<script>alert" not in page and "<img src=x" not in page, url
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page, url
+
+
+def test_the_demo_venues_use_a_form_with_a_stage2_and_a_confidential_field(db, settings):
+    from icml25.review.demo import DEMO_FORM
+
+    venue = populate_venue(db, settings, "dform", P.FEEDBACK, form=DEMO_FORM)
+    subs = db.scalars(select(m.Submission).where(m.Submission.venue_id == venue.id)
+                      .order_by(m.Submission.number)).all()
+    author = service_as(db, settings, CAST.authors[0])
+    rated = author.submission_page(subs[0].id)  # every review rated: stage 2 released
+    assert [[a["label"] for a in r["answers"]] for r in rated["reviews"]] == [
+        ["Reproducibility"]] * 3
+    assert "A note on paper" not in repr(rated)
+    # paper 2: one review of three rated, so stage 2 (and the field) stays withheld
+    partly = service_as(db, settings, db.get(m.User, subs[1].submitter_id).email)
+    assert all(r["answers"] == [] for r in partly.submission_page(subs[1].id)["reviews"])
+    ac = service_as(db, settings, CAST.ac).submission_page(subs[0].id)
+    assert [len(r["answers"]) for r in ac["reviews"]] == [2, 2, 2]
+    assert "A note on paper 1 from Reviewer A." in repr(ac)
