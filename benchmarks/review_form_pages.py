@@ -1,7 +1,7 @@
-"""What an added review form costs a page (issue 29, point 3): the submission page and its API
-view for a venue on the built-in form and for the same venue with six added fields (every kind,
-both stages, all audiences, every answer filled), measured side by side in one process,
-alternating, median of ``--rounds`` (SQLite, the view cache on as in production).
+"""What an added review form costs a page (issue 29, point 3): the submission page for a venue
+on the built-in form and for the same venue with six added fields (every kind, both stages,
+all audiences, every answer filled), measured side by side in one process, alternating, median
+of ``--rounds`` (SQLite, the view cache on as in production); and the chairs' form page.
 
     .venv/bin/python benchmarks/review_form_pages.py
 """
@@ -72,6 +72,13 @@ def main() -> None:
                 r = client.get(f"/s/{sid}")
                 times.setdefault((who, form), []).append(time.perf_counter() - t)
                 assert r.status_code == 200
+    form_page = []
+    for _ in range(args.rounds):
+        t = time.perf_counter()
+        assert clients[CAST.chair].get("/v/custom/review-form").status_code == 200
+        form_page.append(time.perf_counter() - t)
+    print(f"GET /v/{{slug}}/review-form (chair, 6 added fields): median "
+          f"{statistics.median(form_page) * 1e3:.2f} ms, max {max(form_page) * 1e3:.2f} ms")
     print(f"GET /s/{{sid}} (3 reviews, stage 2 released), median of {args.rounds} rounds:")
     for who in clients:
         base = statistics.median(times[(who, "built-in form")])
