@@ -37,30 +37,6 @@ class Cast:
 REWARDS_CAST = Cast(reviewers=Cast().reviewers + tuple(
     f"reviewer{i}@r{i}-inst.example" for i in range(5, 9)))
 REWARDS_PAPERS = 8
-# the demo venues' review form: a stage-2 score authors see after rating, and a comment
-# only the area chair and chairs read (issue 29, point 3)
-DEMO_FORM = (
-    {"key": "reproducibility", "label": "Reproducibility", "kind": "score", "stage": 2,
-     "required": True, "options": ["not reproducible", "partly", "fully"]},
-    {"key": "to_area_chair", "label": "Confidential comment to the area chair", "kind": "text",
-     "stage": 2, "audience": "chairs"},
-)
-
-
-def demo_answers(fields: Sequence[Mapping], paper: int, rev: str) -> dict[str, object]:
-    """Plausible answers of Reviewer ``rev`` on paper ``paper`` to a form's added fields."""
-    out: dict[str, object] = {}
-    for f in fields:
-        pick = paper + ord(rev)
-        if f["kind"] == "score":
-            out[f["key"]] = f.get("low", 1) + pick % len(f["options"])
-        elif f["kind"] == "choice":
-            out[f["key"]] = f["options"][pick % len(f["options"])]
-        elif f["kind"] == "checkbox":
-            out[f["key"]] = True
-        else:
-            out[f["key"]] = f"A note on paper {paper} from Reviewer {rev}."
-    return out
 
 
 def default_text(kind: str, **ctx: object) -> str:
@@ -79,8 +55,38 @@ def default_text(kind: str, **ctx: object) -> str:
         "author_name": "Author {i}",
         "affiliation": "University {i}",
         "reviewer_name": "Reviewer Person {i}",
+        "answer": "A note on paper {paper} from Reviewer {rev}.",
     }
     return samples[kind].format(**ctx)
+
+
+# the demo venues' review form: a stage-2 score authors see after rating, and a comment
+# only the area chair and chairs read (issue 29, point 3)
+DEMO_FORM = (
+    {"key": "reproducibility", "label": "Reproducibility", "kind": "score", "stage": 2,
+     "required": True, "options": ["not reproducible", "partly", "fully"]},
+    {"key": "to_area_chair", "label": "Confidential comment to the area chair", "kind": "text",
+     "stage": 2, "audience": "chairs"},
+)
+
+
+def demo_answers(fields: Sequence[Mapping], text: Callable[..., str] = default_text,
+                 **ctx: object) -> dict[str, object]:
+    """Plausible answers to a form's added fields by one reviewer (``ctx``: ``paper``, ``rev``
+    their pseudonym's letter, ``i`` their place in the cast); text answers come from
+    ``text("answer", key=..., **ctx)``."""
+    out: dict[str, object] = {}
+    for f in fields:
+        pick = int(ctx["paper"]) + ord(str(ctx["rev"]))
+        if f["kind"] == "score":
+            out[f["key"]] = f.get("low", 1) + pick % len(f["options"])
+        elif f["kind"] == "choice":
+            out[f["key"]] = f["options"][pick % len(f["options"])]
+        elif f["kind"] == "checkbox":
+            out[f["key"]] = True
+        else:
+            out[f["key"]] = text("answer", key=f["key"], **ctx)
+    return out
 
 
 def demo_timeline(today: date) -> dict[str, str]:
@@ -141,6 +147,8 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
                                   keywords="peer review, feedback", authors=authors,
                                   pdf=minimal_pdf(f"paper {p + 1}")))
 
+    cast_place = {u.id: i + 1 for i, u in enumerate(revs)}  # as in text("reviewer_name", i=)
+
     def step(phase: Phase) -> None:
         if phase is Phase.BIDDING:
             for i, r in enumerate(revs):
@@ -161,7 +169,7 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
                         s.id, summary=text("summary", **ctx), strengths=text("strengths", **ctx),
                         questions=text("questions", **ctx), weaknesses=text("weaknesses", **ctx),
                         score=3 + (s.number + ord(a.pseudonym[-1])) % 5, confidence=3,
-                        answers=demo_answers(form, s.number, a.pseudonym[-1]))
+                        answers=demo_answers(form, text, **ctx, i=cast_place[a.user_id]))
         elif phase is Phase.FEEDBACK:
             # paper 1: every review rated (stage 2 released); later papers: one review rated
             rank = {u.id: i for i, u in enumerate(revs)}
