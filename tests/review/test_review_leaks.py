@@ -1,7 +1,9 @@
 """Leak scan: at every phase, crawl every page and API response an author, each reviewer and the
 area chair can reach, and look for things they must not see (marker strings planted in the
 data): stage-2 text before the authors rated, reviewer identities for authors, author identities
-for reviewers and area chairs, individual ratings for anyone but chairs."""
+for reviewers and area chairs, individual ratings for anyone but chairs; and of the fields the
+venue's review form adds, a stage-2 one before the authors rated, a committee one for authors,
+a chairs' one for authors and other reviewers."""
 
 from __future__ import annotations
 
@@ -32,10 +34,17 @@ def marker_text(kind: str, **ctx: object) -> str:
         "llm_comment": "ZZRATECOMMENT-P{paper}",
         "post": "ZZPOST-P{paper} discussion",
         "meta": "ZZMETA-P{paper} meta-review",
+        "answer": "ZZANS-{key}-U{i}-P{paper}-",  # the added fields of the review form
     }
     return marks[kind].format(**ctx) if kind in marks else default_text(kind, **ctx)
 
 
+# the venue's review form adds a stage-2 field for authors, a committee and a chairs' field
+LEAK_FORM = (
+    {"key": "later", "label": "After rating", "kind": "text", "stage": 2},
+    {"key": "committee", "label": "For the committee", "kind": "text", "audience": "committee"},
+    {"key": "chairs", "label": "For the chairs", "kind": "text", "audience": "chairs"},
+)
 HREF = re.compile(r'href="(/[^"#]*)"')
 
 
@@ -111,7 +120,8 @@ def test_leak_scan_every_phase(db, settings, engine):
             checked["pages"] += len(pages)
             never = ["ZZRATECOMMENT"]  # individual ratings: chairs only
             if name == "author":
-                never += ["ZZREVNAME", *REVIEWER_DOMAINS, "ZZPOST"]
+                never += ["ZZREVNAME", *REVIEWER_DOMAINS, "ZZPOST", "ZZANS-committee",
+                          "ZZANS-chairs"]
                 if phase is not Phase.NOTIFICATION:
                     never.append("ZZMETA")
                 for sid in sub_ids:
@@ -119,7 +129,8 @@ def test_leak_scan_every_phase(db, settings, engine):
                     released = phase in PHASE_ORDER[PHASE_ORDER.index(Phase.REBUTTAL):] or (
                         phase is Phase.FEEDBACK and n == 1)  # paper 1: all reviews rated
                     if not released:
-                        never.append(f"ZZWEAK-P{n}-")
+                        never += [f"ZZWEAK-P{n}-", *(f"ZZANS-later-U{j}-P{n}-"
+                                                     for j in range(1, 5))]
                         page = pages[f"/s/{sid}"]
                         assert "<h4>Weaknesses</h4>" not in page and "Score:" not in page
                         for rv in c.get(f"/api/v1/submissions/{sid}", headers={
@@ -129,19 +140,22 @@ def test_leak_scan_every_phase(db, settings, engine):
                             phase, Phase.FEEDBACK):
                         # the scan must be able to see released text, or it proves nothing
                         assert any(f"ZZWEAK-P{n}-" in body for body in pages.values())
+                        assert any(f"ZZANS-later-U{j}-P{n}-" in body
+                                   for body in pages.values() for j in range(1, 5))
             else:
                 never += ["ZZAUTHNAME", "ZZAFFIL", *AUTHOR_DOMAINS]
                 if name.startswith("reviewer"):
                     i = int(name[-1])
                     never += [f"ZZREVNAME{j}" for j in range(1, 5) if j != i]
                     never += [d for j, d in enumerate(REVIEWER_DOMAINS, 1) if j != i]
+                    never += [f"ZZANS-chairs-U{j}-" for j in range(1, 5) if j != i]
                     if phase is not Phase.NOTIFICATION:
                         never.append("ZZMETA")
             assert_absent(pages, never, name, phase)
         checked["phases"] += 1
 
     populate_venue(db, settings, "leaky", Phase.NOTIFICATION, text=marker_text,
-                   on_phase=on_phase)
+                   on_phase=on_phase, form=LEAK_FORM)
     assert checked["phases"] == len(PHASE_ORDER)
     assert checked["pages"] > 150
     # the chair, and only the chair, sees the individual ratings and identities
@@ -149,6 +163,9 @@ def test_leak_scan_every_phase(db, settings, engine):
     web_login(chair, CAST.chair, DEMO_PASSWORD)
     admin = chair.get("/v/leaky/admin").text
     assert "ZZRATECOMMENT" in admin and "ZZREVNAME1" in admin
+    # every added field reaches the chair (else the scan above proves nothing about them)
+    page = chair.get("/v/leaky/export.json").text
+    assert all(f"ZZANS-{k}-" in page for k in ("later", "committee", "chairs"))
     # reviewers with fewer than 3 ratings get no aggregate, even after notification
     page = clients["reviewer1"].get("/v/leaky").text
     assert "fewer than 3 ratings" in page

@@ -214,7 +214,7 @@ GENERIC_JSON = {"title": "T", "abstract": "A", "authors": [{"name": "N", "email"
                 "recommendation": "accept", "outcome": "accept", "value": 1, "user_id": 1,
                 "force": False, "pairs": [], "kind": "none", "rating": 3, "public": False,
                 "bids": {}, "types": [], "max_chars": 1000,
-                "template": "t"}
+                "template": "t", "fields": []}
 
 
 class _Recorder:

@@ -203,6 +203,16 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
         return False  # no ratings in these facts (tested on its own below)
     if action is Action.CREATE_VENUE:
         return persona == "site_admin"
+    # issue 29 (review forms): an added field with these facts' defaults (stage 1, shown to
+    # authors) reads like stage 1; the form is read by the committee, changed by chairs
+    # until reviews go to the authors (every field x stage x audience: test_review_forms.py)
+    if action is Action.VIEW_REVIEW_FIELD:
+        return expected(persona, Action.VIEW_REVIEW, phase) or \
+            expected(persona, Action.VIEW_REVIEW_STAGE1, phase)
+    if action is Action.VIEW_REVIEW_FORM:
+        return persona not in ("author", "outsider", "site_admin")
+    if action is Action.MANAGE_REVIEW_FORM:
+        return persona in ("chair", "chair_conflicted") and i < CHAIN.index(P.FEEDBACK)
     raise AssertionError(action)
 
 

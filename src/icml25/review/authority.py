@@ -25,6 +25,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from icml25.review.errors import NotAllowed
+from icml25.review.forms import Audience
 from icml25.review.workflow import Phase, Role, at_least, stage1_released
 
 if TYPE_CHECKING:
@@ -64,10 +65,14 @@ class Action(StrEnum):
     VIEW_ASSIGNMENTS = "view_assignments"
     VIEW_META_REVIEW = "view_meta_review"
     VIEW_DECISION = "view_decision"
+    # one added field of a review form (its stage and audience are in the facts)
+    VIEW_REVIEW_FIELD = "view_review_field"
     # venue and account level
     VIEW_VENUE_DETAILS = "view_venue_details"  # timeline, submission list: members only
     VIEW_FEEDBACK_PANEL = "view_feedback_panel"  # a reviewer's own feedback section
     VIEW_FEEDBACK_AGGREGATE = "view_feedback_aggregate"  # the numbers in it
+    VIEW_REVIEW_FORM = "view_review_form"  # the venue's form definition: its committee
+    MANAGE_REVIEW_FORM = "manage_review_form"  # save a new version: chairs, until reviewing ends
     CREATE_VENUE = "create_venue"
     USE_ACCOUNT = "use_account"  # one's own tokens, badges, papers, profile settings
     VIEW_PROFILE = "view_profile"  # someone's public reviewer profile
@@ -129,6 +134,9 @@ class Facts:
     own_review: bool = False  # the target review is the viewer's own
     stage2_released: bool = False  # stage 2 already released to the submission's authors
     n_author_ratings: int = 0  # for the feedback aggregate: ratings of the viewer's reviews
+    # the added review-form field asked about (VIEW_REVIEW_FIELD): its stage and audience
+    field_stage: int = 1
+    field_audience: str = Audience.AUTHORS.value
 
     @property
     def chair(self) -> bool:
@@ -216,6 +224,14 @@ allowed = may  # the older name
 
 def _deny(reason: str) -> None:
     raise NotAllowed(reason)
+
+
+def _passes(rule, f: Facts, phase: Phase, chair: bool) -> bool:  # noqa: ANN001
+    try:
+        rule(f, phase, chair)
+    except NotAllowed:
+        return False
+    return True
 
 
 def _need_phase(phase: Phase, *phases: Phase) -> None:
@@ -372,6 +388,25 @@ def _r_stage2(f: Facts, phase: Phase, chair: bool) -> None:
         _deny("weaknesses and scores follow once every review is rated (or at rebuttal)")
 
 
+def _r_view_field(f: Facts, phase: Phase, chair: bool) -> None:
+    """One added field of a review: its writer always; the paper's staff (and its other
+    reviewers, after their own) by audience; authors only for author-visible fields, and a
+    stage-2 field only once stage 2 is released to them -- the paper's rule, as for the core
+    fields."""
+    audience = Audience(f.field_audience)
+    if f.field_stage not in (1, 2):
+        _deny("a review field is in stage 1 or 2")
+    if f.own_review:
+        return
+    if _passes(_r_view_review, f, phase, chair):
+        if audience is Audience.CHAIRS and not f.staff:
+            _deny("this field is for the area chair and program chairs only")
+        return
+    if audience is not Audience.AUTHORS:
+        _deny("this field is not shown to authors")
+    (_r_stage2 if f.field_stage == 2 else _r_stage1)(f, phase, chair)
+
+
 def _r_identity(f: Facts, phase: Phase, chair: bool) -> None:
     if not f.staff:
         _deny("reviewer identities are hidden (double-blind)")
@@ -416,6 +451,17 @@ def _r_aggregate(f: Facts, phase: Phase, chair: bool) -> None:
         _deny(f"fewer than {MIN_RATINGS_FOR_AGGREGATE} ratings; withheld to protect raters")
 
 
+def _r_view_form(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.venue_roles:
+        _deny("the review form is shown to the venue's committee")
+
+
+def _r_manage_form(f: Facts, phase: Phase, chair: bool) -> None:
+    _r_chair(f, phase, chair)
+    if at_least(phase, Phase.FEEDBACK):
+        _deny("the review form is fixed once reviews go to the authors")
+
+
 def _r_create_venue(f: Facts, phase: Phase, chair: bool) -> None:
     if not f.is_admin:
         _deny("only site administrators create venues")
@@ -455,9 +501,12 @@ _RULES = {
     Action.VIEW_ASSIGNMENTS: _r_staff,
     Action.VIEW_META_REVIEW: _r_view_meta,
     Action.VIEW_DECISION: _r_view_decision,
+    Action.VIEW_REVIEW_FIELD: _r_view_field,
     Action.VIEW_VENUE_DETAILS: _r_venue_details,
     Action.VIEW_FEEDBACK_PANEL: _r_feedback_panel,
     Action.VIEW_FEEDBACK_AGGREGATE: _r_aggregate,
+    Action.VIEW_REVIEW_FORM: _r_view_form,
+    Action.MANAGE_REVIEW_FORM: _r_manage_form,
     Action.CREATE_VENUE: _r_create_venue,
     Action.USE_ACCOUNT: _r_anyone,
     Action.VIEW_PROFILE: _r_anyone,

@@ -6,7 +6,7 @@ own marker texts), so the demo and the tests exercise the same code path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -55,8 +55,38 @@ def default_text(kind: str, **ctx: object) -> str:
         "author_name": "Author {i}",
         "affiliation": "University {i}",
         "reviewer_name": "Reviewer Person {i}",
+        "answer": "A note on paper {paper} from Reviewer {rev}.",
     }
     return samples[kind].format(**ctx)
+
+
+# the demo venues' review form: a stage-2 score authors see after rating, and a comment
+# only the area chair and chairs read (issue 29, point 3)
+DEMO_FORM = (
+    {"key": "reproducibility", "label": "Reproducibility", "kind": "score", "stage": 2,
+     "required": True, "options": ["not reproducible", "partly", "fully"]},
+    {"key": "to_area_chair", "label": "Confidential comment to the area chair", "kind": "text",
+     "stage": 2, "audience": "chairs"},
+)
+
+
+def demo_answers(fields: Sequence[Mapping], text: Callable[..., str] = default_text,
+                 **ctx: object) -> dict[str, object]:
+    """Plausible answers to a form's added fields by one reviewer (``ctx``: ``paper``, ``rev``
+    their pseudonym's letter, ``i`` their place in the cast); text answers come from
+    ``text("answer", key=..., **ctx)``."""
+    out: dict[str, object] = {}
+    for f in fields:
+        pick = int(ctx["paper"]) + ord(str(ctx["rev"]))
+        if f["kind"] == "score":
+            out[f["key"]] = f.get("low", 1) + pick % len(f["options"])
+        elif f["kind"] == "choice":
+            out[f["key"]] = f["options"][pick % len(f["options"])]
+        elif f["kind"] == "checkbox":
+            out[f["key"]] = True
+        else:
+            out[f["key"]] = text("answer", key=f["key"], **ctx)
+    return out
 
 
 def demo_timeline(today: date) -> dict[str, str]:
@@ -77,7 +107,7 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
                    cast: Cast = Cast(), text: Callable[..., str] = default_text,
                    n_papers: int = 2, on_phase: Callable[[Phase], None] | None = None,
                    password: str = DEMO_PASSWORD, rate_all: bool = False,
-                   close: bool = False) -> m.Venue:
+                   close: bool = False, form: Sequence[Mapping] = ()) -> m.Venue:
     """Create venue ``slug`` and drive it through the process up to (and including the work
     of) phase ``upto``. ``on_phase(phase)`` is called after each phase's work is done.
 
@@ -85,7 +115,8 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
     With ``rate_all`` they rate every review (the later reviewers of the cast get lower
     ratings than the first) and the area chair rates every review too; with ``close`` (and
     ``upto`` = notification) the chair closes the venue, awarding badges with signed
-    credentials."""
+    credentials. ``form``: fields the chair adds to the review form first (the reviewers
+    answer them with :func:`demo_answers`)."""
     base = ReviewService(db, settings)
     users = {}
     users["chair"] = ensure_user(base, cast.chair, "Program Chair", password, admin=True)
@@ -99,6 +130,8 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
                                reviews_per_paper=min(3, len(revs)),
                                timeline=demo_timeline(date.today()))
     chair.add_member(venue, cast.ac, Role.AC)
+    if form:
+        chair.save_review_form(venue, list(form))
     for e in cast.reviewers:
         chair.add_member(venue, e, Role.REVIEWER)
 
@@ -113,6 +146,8 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
                                   abstract=text("abstract", paper=p + 1),
                                   keywords="peer review, feedback", authors=authors,
                                   pdf=minimal_pdf(f"paper {p + 1}")))
+
+    cast_place = {u.id: i + 1 for i, u in enumerate(revs)}  # as in text("reviewer_name", i=)
 
     def step(phase: Phase) -> None:
         if phase is Phase.BIDDING:
@@ -133,7 +168,8 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
                     base.as_user(db.get(m.User, a.user_id)).save_review(
                         s.id, summary=text("summary", **ctx), strengths=text("strengths", **ctx),
                         questions=text("questions", **ctx), weaknesses=text("weaknesses", **ctx),
-                        score=3 + (s.number + ord(a.pseudonym[-1])) % 5, confidence=3)
+                        score=3 + (s.number + ord(a.pseudonym[-1])) % 5, confidence=3,
+                        answers=demo_answers(form, text, **ctx, i=cast_place[a.user_id]))
         elif phase is Phase.FEEDBACK:
             # paper 1: every review rated (stage 2 released); later papers: one review rated
             rank = {u.id: i for i, u in enumerate(revs)}
@@ -209,7 +245,7 @@ def build_demo(db: Session, settings: Settings) -> list[tuple[str, str]]:
         if phase is Phase.NOTIFICATION:
             populate_rewards_venue(db, settings, slug)
         else:
-            populate_venue(db, settings, slug, phase)
+            populate_venue(db, settings, slug, phase, form=DEMO_FORM)
     c = REWARDS_CAST
     return ([(c.chair, "program chair (site admin)"), (c.ac, "area chair")]
             + [(e, "reviewer") for e in c.reviewers] + [(e, "author") for e in c.authors])

@@ -94,6 +94,8 @@ class Venue(Base):
     decision_mail: Mapped[str] = mapped_column(Text, default="", server_default="")
     # the most characters of one rebuttal (one response to one review); revision 0006
     max_rebuttal_chars: Mapped[int] = mapped_column(Integer, default=5000, server_default="5000")
+    # the newest version of the venue's review form (0: the built-in form); revision 0008
+    review_form_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -187,6 +189,10 @@ class Review(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # when the review was first submitted (timeliness for rewards); added in revision 0002
     submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # the venue's review-form version it is written with (0: the built-in form) and its
+    # answers to that form's added fields (JSON); revision 0008
+    form_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    answers: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")
 
 
 class Feedback(Base):
@@ -383,3 +389,19 @@ class ViewEpoch(Base):
     __tablename__ = "view_epoch"
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     value: Mapped[int] = mapped_column(BigInteger)
+
+
+# ---------------------------------------------------------------- revision 0008: review forms
+class ReviewFormVersion(Base):
+    """One version of a venue's review form: the fields its chairs added to the fixed ones
+    (JSON, see icml25/review/forms.py). Written once, never changed: reviews name their
+    version."""
+
+    __tablename__ = "review_form_versions"
+    __table_args__ = (UniqueConstraint("venue_id", "version"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    venue_id: Mapped[int] = _fk("venues.id")
+    version: Mapped[int] = mapped_column(Integer)
+    fields: Mapped[str] = mapped_column(Text)
+    created_by: Mapped[int | None] = _fk("users.id", nullable=True, ondelete="SET NULL")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

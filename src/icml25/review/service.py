@@ -3,7 +3,7 @@
 :class:`ReviewService` is a thin facade over the services split by concern (each in
 :mod:`icml25.review.services`): ``accounts``, ``venues``, ``submissions``, ``reviewing``,
 ``bidding``, ``assignments``, ``workbench``, ``dashboards``, ``decisions``, ``rewards``,
-``reward_views`` and ``outbox``. They share one per-request context (database
+``reward_views``, ``forms`` and ``outbox``. They share one per-request context (database
 session, settings, actor and the actor's roles, loaded once). Each method asks
 :mod:`icml25.review.authority` before it changes anything, writes an audit event and queues
 notification e-mails; reads return dictionaries built by :mod:`icml25.review.visibility`.
@@ -31,6 +31,7 @@ from icml25.review.services.base import Context, Service, UsesContext
 from icml25.review.services.bidding import Bidding
 from icml25.review.services.dashboards import Dashboards
 from icml25.review.services.decisions import Decisions
+from icml25.review.services.forms import ReviewForms
 from icml25.review.services.outbox import Outbox
 from icml25.review.services.reviewing import Reviewing
 from icml25.review.services.reward_views import RewardViews
@@ -43,7 +44,7 @@ SERVICES: dict[str, type[Service]] = {
     "accounts": Accounts, "venues": Venues, "submissions": Submissions,
     "reviewing": Reviewing, "assignments": Assignments, "rewards": Rewards, "outbox": Outbox,
     "bidding": Bidding, "workbench": Workbench, "dashboards": Dashboards,
-    "reward_views": RewardViews, "decisions": Decisions,
+    "reward_views": RewardViews, "decisions": Decisions, "forms": ReviewForms,
 }
 
 
@@ -78,6 +79,7 @@ class ReviewService(UsesContext):
     dashboards: Dashboards
     reward_views: RewardViews
     decisions: Decisions
+    forms: ReviewForms
     rewards: Rewards
     outbox: Outbox
 

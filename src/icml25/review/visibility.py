@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import fmean
 
 from icml25.review import models as m
@@ -33,6 +33,7 @@ from icml25.review.authority import (
     profile_visible,
 )
 from icml25.review.decisions import label_of
+from icml25.review.forms import FormField, answers_of
 from icml25.review.security import format_size
 from icml25.review.workflow import PHASE_LABELS, Phase, Role, stage1_released, stage2_released
 
@@ -57,6 +58,8 @@ class Bundle:
     decision: m.Decision | None
     users: dict[int, m.User] = field(default_factory=dict)
     bids: dict[int, int] = field(default_factory=dict)  # user id -> bid value
+    # the added fields of each review-form version its reviews use (0, the fixed form: none)
+    forms: dict[int, tuple[FormField, ...]] = field(default_factory=dict)
 
     @property
     def phase(self) -> Phase:
@@ -107,7 +110,7 @@ def review_view(viewer: Viewer, b: Bundle, review: m.Review) -> dict | None:
         if may(Action.VIEW_RATINGS, f):
             fb = b.feedback.get(review.id)
             out["feedback"] = _feedback_dict(fb) if fb else None
-        return out | {"rebuttal": reb.text if reb else None}
+        return out | _answers(f, b, review) | {"rebuttal": reb.text if reb else None}
     if not may(Action.VIEW_REVIEW_STAGE1, f):
         return None
     out = {"id": review.id, "reviewer": label, "submitted": True,
@@ -115,7 +118,23 @@ def review_view(viewer: Viewer, b: Bundle, review: m.Review) -> dict | None:
            "rated": review.id in b.feedback, "stage2_released": f.stage2_released}
     if may(Action.VIEW_REVIEW_STAGE2, f):
         out.update({k: getattr(review, k) for k in STAGE2_FIELDS})
-    return out | {"rebuttal": reb.text if reb else None}
+    return out | _answers(f, b, review) | {"rebuttal": reb.text if reb else None}
+
+
+def _answers(f: Facts, b: Bundle, review: m.Review) -> dict:
+    """The review's form version and the answers to its added fields that the authority
+    shows this viewer (each field asked with its stage and audience)."""
+    fields = b.forms.get(review.form_version, ())
+    values = answers_of(review.answers) if fields else {}
+    shown = []
+    for fld in fields:
+        if may(Action.VIEW_REVIEW_FIELD, replace(f, field_stage=fld.stage,
+                                                 field_audience=fld.audience)):
+            value = values.get(fld.key)
+            shown.append({"key": fld.key, "label": fld.label, "kind": fld.kind,
+                          "stage": fld.stage, "audience": fld.audience, "value": value,
+                          "shown": fld.show(value)})
+    return {"form_version": review.form_version, "answers": shown}
 
 
 def _feedback_dict(fb: m.Feedback) -> dict:

@@ -33,6 +33,7 @@ from icml25.review.authority import (
 from icml25.review.cache import EPOCH, ViewCache, cache_for, clean, epoch
 from icml25.review.db import Settings
 from icml25.review.errors import NotFound, ServiceError
+from icml25.review.forms import DEFAULT_VERSION, from_json
 from icml25.review.security import make_hasher
 from icml25.review.visibility import Bundle
 from icml25.review.workflow import Phase, Role, at_least
@@ -461,6 +462,7 @@ def load_bundles(db: Session, venue: m.Venue, rows,  # noqa: ANN001
     users = {u: known_users[u] for u in uids if u in known_users}
     if unknown := uids - users.keys():
         users.update((u.id, u) for (u,) in run(q["users"], {"ids": list(unknown)}))
+    forms = _form_versions(run, venue, {r.form_version for v in reviews.values() for r in v})
     out = []
     for s in subs:
         sub_reviews = reviews[s.id]
@@ -471,8 +473,20 @@ def load_bundles(db: Session, venue: m.Venue, rows,  # noqa: ANN001
             feedback={r.id: fb[r.id] for r in sub_reviews if r.id in fb},
             rebuttals={r.id: reb[r.id] for r in sub_reviews if r.id in reb},
             posts=posts[s.id], meta_review=metas.get(s.id), decision=decisions.get(s.id),
-            users=users, bids=bids[s.id]))
+            users=users, bids=bids[s.id],
+            forms={r.form_version: forms[r.form_version] for r in sub_reviews
+                   if r.form_version in forms}))
     return out
+
+
+def _form_versions(run, venue: m.Venue, versions: set[int]) -> dict:  # noqa: ANN001
+    """The added fields of the review-form versions some loaded review uses (one query, none
+    while every review uses the built-in form). Versions never change once written."""
+    versions.discard(DEFAULT_VERSION)
+    if not versions:
+        return {}
+    return {v: from_json(text) for v, text in run(
+        _BUNDLE_QUERIES["forms"], {"vid": venue.id, "ids": sorted(versions)})}
 
 
 # submissions with their (at most one) meta-review and decision
@@ -498,6 +512,8 @@ _BUNDLE_QUERIES = {
     .outerjoin(m.Rebuttal, m.Rebuttal.review_id == m.Review.id)
     .where(m.Review.submission_id.in_(_IDS)).order_by(m.Review.id),
     "users": select(m.User).where(m.User.id.in_(_IDS)),
+    "forms": select(m.ReviewFormVersion.version, m.ReviewFormVersion.fields).where(
+        m.ReviewFormVersion.venue_id == bindparam("vid"), m.ReviewFormVersion.version.in_(_IDS)),
 }
 
 # the view cache's read paths: versions (with the epoch) read before any row they label

@@ -3,6 +3,9 @@ rebuttals, discussion, meta-reviews and decisions."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
@@ -10,6 +13,7 @@ from icml25.review import models as m
 from icml25.review.authority import Action, authorize, facts_for
 from icml25.review.decisions import types_of
 from icml25.review.errors import ServiceError
+from icml25.review.forms import FormError, clean_answers
 from icml25.review.scales import CONFIDENCE, SCORE
 from icml25.review.services.base import Service, clean_int, clean_text, utcnow
 from icml25.review.visibility import feedback_summary
@@ -21,8 +25,11 @@ class Reviewing(Service):
 
     def save_review(self, sub_id: int, *, summary: str, strengths: str, questions: str,
                     weaknesses: str, score: int | str | None, confidence: int | str | None,
-                    submit: bool = True) -> m.Review:
-        """Write (draft or submit) both stages of one's review during the reviewing phase."""
+                    submit: bool = True, answers: Mapping[str, object] | None = None,
+                    ) -> m.Review:
+        """Write (draft or submit) both stages of one's review during the reviewing phase.
+        ``answers``: to the added fields of the venue's review form -- the current version,
+        or for a review already submitted the version it was written with (it keeps it)."""
         b = self.read_bundle(sub_id)  # read only: the review to change is loaded below
         authorize(Action.WRITE_REVIEW, facts_for(self.viewer(b.venue), b))
         own = next((r for r in b.reviews if r.reviewer_id == self.actor.id), None)
@@ -39,6 +46,13 @@ class Reviewing(Service):
                    if (req or score not in (None, "")) else None)
         r.confidence = (clean_int(confidence, "confidence", CONFIDENCE.low, CONFIDENCE.high)
                         if (req or confidence not in (None, "")) else None)
+        version = self.svc.forms.version_to_write(b.venue, own)
+        try:
+            cleaned = clean_answers(self.svc.forms.form_fields(b.venue, version), answers or {},
+                                    submit=submit)
+        except FormError as exc:
+            raise ServiceError(str(exc)) from None
+        r.form_version, r.answers = version, json.dumps(cleaned)
         if submit and not r.submitted:
             r.submitted_at = utcnow()
         r.submitted = r.submitted or submit
@@ -50,7 +64,7 @@ class Reviewing(Service):
             self.db.rollback()
             return self.save_review(sub_id, summary=summary, strengths=strengths,
                                     questions=questions, weaknesses=weaknesses, score=score,
-                                    confidence=confidence, submit=submit)
+                                    confidence=confidence, submit=submit, answers=answers)
         self._audit(b.venue.id, "review.submit" if submit else "review.draft",
                     f"review:{r.id}", of_submission=sub_id)
         self._commit()

@@ -204,7 +204,20 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
     @one_hop
     def review(s: S, sid: int, body: sc.ReviewIn) -> sc.ReviewOut:
         r = s.save_review(sid, **body.model_dump())
-        return sc.ReviewOut(id=r.id, submitted=r.submitted)
+        return sc.ReviewOut(id=r.id, submitted=r.submitted, form_version=r.form_version)
+
+    @app.get("/venues/{slug}/review-form", response_model=sc.ReviewFormOut,
+             summary="The venue's review form, or an earlier version of it (its committee)")
+    @one_hop
+    def review_form(s: S, slug: str, version: int | None = None) -> dict:
+        return s.review_form(s.venue(slug), version)
+
+    @app.put("/venues/{slug}/review-form", response_model=sc.ReviewFormOut,
+             summary="Save the fields added to the fixed ones as the next form version "
+                     "(chairs, until reviews go to the authors)")
+    @one_hop
+    def set_review_form(s: S, slug: str, body: sc.ReviewFormIn) -> dict:
+        return s.save_review_form(s.venue(slug), [f.model_dump() for f in body.fields])
 
     @app.post("/reviews/{rid}/feedback", summary="Rate a review (authors, feedback phase)",
               response_model=sc.Ok)

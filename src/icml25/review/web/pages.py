@@ -267,10 +267,14 @@ def pages() -> APIRouter:
         return back(f"/s/{sid}", "Unassigned.")
 
     @r.post("/s/{sid}/review")
-    def review(c: C, sid: int, f: Annotated[ReviewForm, Form()]) -> Response:
-        c.svc.save_review(sid, summary=f.summary, strengths=f.strengths, questions=f.questions,
-                          weaknesses=f.weaknesses, score=f.score, confidence=f.confidence,
-                          submit=f.action != "draft")
+    async def review(c: C, sid: int, f: Annotated[ReviewForm, Form()]) -> Response:
+        # the answers to the form's added fields: "answer_<key>" (an unticked box is absent)
+        answers = {k[len("answer_"):]: str(v) for k, v in (await c.request.form()).items()
+                   if k.startswith("answer_")}
+        await run_in_threadpool(lambda: c.svc.save_review(
+            sid, summary=f.summary, strengths=f.strengths, questions=f.questions,
+            weaknesses=f.weaknesses, score=f.score, confidence=f.confidence,
+            submit=f.action != "draft", answers=answers))
         return back(f"/s/{sid}", "Review saved.")
 
     @r.post("/s/{sid}/discussion")

@@ -189,6 +189,48 @@ class ReviewIn(BaseModel):
     score: int = Field(ge=1, le=10)
     confidence: int = Field(ge=1, le=5)
     submit: bool = True
+    # answers to the venue form's added fields, by key (checked against the form's version)
+    answers: dict[str, str | int | bool | None] = Field(default_factory=dict)
+
+
+class FormFieldIn(BaseModel):
+    """One added field of a review form (checked once, by icml25/review/forms.py)."""
+
+    key: str
+    label: str
+    kind: str = Field(description="text | score | choice | checkbox")
+    stage: int = Field(1, description="1: released to authors first; 2: after they rated")
+    required: bool = False
+    audience: str = Field("authors", description="authors | committee | chairs")
+    help: str = ""
+    options: list[str] = Field(default_factory=list,
+                               description="a score's labels from `low` up, or the choices")
+    low: int = 1
+
+
+class ReviewFormIn(BaseModel):
+    fields: list[FormFieldIn]
+
+
+class FormFieldOut(FormFieldIn):
+    core: bool
+    audience_label: str
+
+
+class FormVersionOut(BaseModel):
+    version: int
+    added_fields: int
+    created_at: str | None
+    reviews: int
+
+
+class ReviewFormOut(BaseModel):
+    venue: str
+    version: int
+    current_version: int
+    fields: list[FormFieldOut]
+    can_edit: bool
+    versions: list[FormVersionOut] | None = None
 
 
 class FeedbackIn(BaseModel):
@@ -308,6 +350,7 @@ class AssignmentOut(BaseModel):
 class ReviewOut(BaseModel):
     id: int
     submitted: bool
+    form_version: int = 0
 
 
 class BadgesOut(BaseModel):

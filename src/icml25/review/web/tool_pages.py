@@ -10,8 +10,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, Form
 from fastapi.responses import HTMLResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from icml25.review.authority import public
+from icml25.review.errors import ServiceError
+from icml25.review.forms import (
+    AUDIENCE_LABELS,
+    EDITOR_BLANK_ROWS,
+    KIND_LABELS,
+    FormError,
+    rows_from_form,
+)
 from icml25.review.web.deps import C, back, render
 from icml25.review.web.schemas import (
     DecisionMailForm,
@@ -46,6 +55,24 @@ def tool_pages() -> APIRouter:
         body = c.svc.submissions_csv(v, query=q, sort=sort, descending=desc)
         return Response(body, media_type="text/csv; charset=utf-8", headers={
             "Content-Disposition": f'attachment; filename="{v.slug}-submissions.csv"'})
+
+    @r.get("/v/{slug}/review-form", response_class=HTMLResponse)
+    def review_form(c: C, slug: str, version: int | None = None) -> Response:
+        v = c.svc.venue(slug)
+        form = c.svc.review_form(v, version)
+        return render(c, "review_form.html", v=c.svc.venue_page(v), form=form,
+                      added=[f for f in form["fields"] if not f["core"]],
+                      blank=EDITOR_BLANK_ROWS, kinds=KIND_LABELS, audiences=AUDIENCE_LABELS)
+
+    @r.post("/v/{slug}/review-form")
+    async def save_review_form(c: C, slug: str) -> Response:
+        try:
+            rows = rows_from_form(dict((await c.request.form()).items()))
+        except FormError as exc:
+            raise ServiceError(str(exc)) from None
+        saved = await run_in_threadpool(lambda: c.svc.save_review_form(c.svc.venue(slug), rows))
+        return back(f"/v/{slug}/review-form",
+                    f"Review form saved: version {saved['version']}.")
 
     @r.post("/v/{slug}/decision-types")
     def set_decision_types(c: C, slug: str, f: Annotated[DecisionTypesForm, Form()]) -> Response:
