@@ -94,6 +94,8 @@ class Venue(Base):
     decision_mail: Mapped[str] = mapped_column(Text, default="", server_default="")
     # the most characters of one rebuttal (one response to one review); revision 0006
     max_rebuttal_chars: Mapped[int] = mapped_column(Integer, default=5000, server_default="5000")
+    # the camera-ready deadline ('YYYY-MM-DD' or an ISO time; empty: none); revision 0008
+    camera_ready_deadline: Mapped[str] = mapped_column(String(40), default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -121,6 +123,14 @@ class Submission(Base):
     pdf_path: Mapped[str | None] = mapped_column(String(500), nullable=True)
     pdf_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     pdf_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # the camera-ready PDF and the supplementary material (a zip); revision 0008
+    camera_path: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    camera_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    camera_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    camera_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    supp_path: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    supp_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    supp_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # bumped with every change to the submission or its rows (icml25/review/cache.py)
     version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -383,3 +393,28 @@ class ViewEpoch(Base):
     __tablename__ = "view_epoch"
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     value: Mapped[int] = mapped_column(BigInteger)
+
+
+# ---------------------------------------------------------------- revision 0009: roles
+class SeniorAreaChair(Base):
+    """A senior area chair's oversight of one area chair in a venue (one SAC per AC)."""
+
+    __tablename__ = "senior_area_chairs"
+    __table_args__ = (UniqueConstraint("venue_id", "ac_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    venue_id: Mapped[int] = _fk("venues.id")
+    sac_id: Mapped[int] = _fk("users.id")
+    ac_id: Mapped[int] = _fk("users.id")
+
+
+class Subreviewer(Base):
+    """A sub-reviewer invited by an assigned reviewer for one submission; they write the
+    inviting reviewer's review (which stays one per assignment)."""
+
+    __tablename__ = "subreviewers"
+    __table_args__ = (UniqueConstraint("submission_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = _fk("submissions.id")
+    inviter_id: Mapped[int] = _fk("users.id")
+    user_id: Mapped[int] = _fk("users.id")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
