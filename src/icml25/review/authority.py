@@ -431,11 +431,10 @@ def _r_chair(f: Facts, phase: Phase, chair: bool) -> None:
 
 
 def _r_view_review(f: Facts, phase: Phase, chair: bool) -> None:
-    if not f.review_submitted and not f.own_review:
+    writer = f.own_review or (f.subreviewer and f.delegated_review)  # a sub-reviewer writes
+    if not f.review_submitted and not writer:                       # their inviter's review
         _deny("drafts are private to their writer")
-    if f.staff or f.own_review or (f.is_assigned_reviewer and f.own_review_submitted):
-        return
-    if f.subreviewer and f.delegated_review:  # the review they write for their inviter
+    if f.staff or writer or (f.is_assigned_reviewer and f.own_review_submitted):
         return
     _deny("reviews are shown to the paper's staff, and to its reviewers after their own")
 

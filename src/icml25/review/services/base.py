@@ -8,6 +8,7 @@ build every read with :mod:`icml25.review.visibility`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import defaultdict
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import bindparam, select
@@ -230,6 +232,16 @@ class Service(UsesContext):
         """Queue an e-mail in the outbox (sent by :meth:`Outbox.send_outbox`)."""
         self.db.add(m.Email(venue_id=venue_id, submission_id=submission_id, to_addr=to,
                             subject=subject, body=body))
+
+    def _store_upload(self, venue: m.Venue, stem: str, data: bytes, ext: str) -> tuple[str, str]:
+        """Write an upload checked by the caller under the venue's folder, named by its
+        content; returns (path, SHA-256)."""
+        digest = hashlib.sha256(data).hexdigest()
+        folder = Path(self.settings.upload_dir) / venue.slug
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{stem}-{digest[:16]}.{ext}"
+        path.write_bytes(data)
+        return str(path), digest
 
     def _commit(self) -> None:
         self.ctx.authored.clear()  # a write may change who authors what
