@@ -67,7 +67,7 @@ class CameraReady(Service):
         self._commit()
         return {"sha256": digest, "size": format_size(len(data)), "files": n_files}
 
-    def open_actions(self, viewer: Viewer, b: Bundle) -> dict:
+    def file_actions(self, viewer: Viewer, b: Bundle) -> dict:
         """The submission page's upload forms open to the actor."""
         return {"upload_camera_ready": can(viewer, Action.UPLOAD_CAMERA_READY, b),
                 "upload_supplementary": can(viewer, Action.UPLOAD_SUPPLEMENTARY, b),

@@ -180,7 +180,7 @@ class Roles(Service):
                    if x.user_id == self.actor.id and x.inviter_id in reviewers)
         return self.db.get(m.User, row.inviter_id)
 
-    def open_actions(self, viewer: Viewer, b: Bundle) -> dict:
+    def role_actions(self, viewer: Viewer, b: Bundle) -> dict:
         """The submission page's role actions: invite a sub-reviewer, write as one (with the
         inviter's review so far), assign area chairs."""
         out = {"invite_subreviewer": can(viewer, Action.INVITE_SUBREVIEWER, b),

@@ -158,8 +158,8 @@ class Submissions(Service):
             raise NotAllowed("you have no access to this submission")
         view["venue_view"] = venue_view(viewer, b.venue,
                                         authored=viewer.user_id in b.author_user_ids())
-        view["can"] = (self._open_actions(viewer, b) | self.svc.roles.open_actions(viewer, b)
-                       | self.svc.camera_ready.open_actions(viewer, b))
+        view["can"] = (self._open_actions(viewer, b) | self.svc.roles.role_actions(viewer, b)
+                       | self.svc.camera_ready.file_actions(viewer, b))
         return view
 
     def _open_actions(self, viewer: Viewer, b: Bundle) -> dict:
