@@ -189,7 +189,8 @@ def test_camera_ready_and_supplementary_through_the_web_and_the_api(client, db, 
                       headers={"Authorization": f"Bearer {out}"}).status_code == 403
     chair_tok = service_as(db, settings, CAST.chair).create_api_token("t")
     r = client.put("/api/v1/venues/cr/camera-ready-deadline",
-                   headers={"Authorization": f"Bearer {chair_tok}"}, json={"deadline": "2020-01-01"})
+                   headers={"Authorization": f"Bearer {chair_tok}"},
+                   json={"deadline": "2020-01-01"})
     assert r.status_code == 200 and r.json() == {"deadline": "2020-01-01"}
     r = client.put(f"/api/v1/submissions/{accepted.id}/camera-ready", headers=h,
                    content=minimal_pdf("v3"))
