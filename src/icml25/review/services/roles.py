@@ -147,7 +147,8 @@ class Roles(Service):
         written so far stays the inviter's."""
         b = self.bundle(sub_id)
         row = next((x for x in b.subreviewers if x.id == int(subreviewer_id)), None)
-        if row is None:
+        if row is None:  # say so only to those who may see the paper
+            authorize(Action.VIEW_SUBMISSION, facts_for(self.viewer(b.venue), b))
             raise NotFound("no such sub-reviewer")
         authorize(Action.VIEW_SUBREVIEWER_IDENTITY, facts_for(self.viewer(b.venue), b,
                                                               subreviewer=row))

@@ -11,7 +11,6 @@ from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from icml25.review.errors import UploadError
 from icml25.review.web.deps import C, back, render
 from icml25.review.web.schemas import DeadlineForm, InviteForm, ReviewForm, SeniorAcForm
 
@@ -19,7 +18,7 @@ from icml25.review.web.schemas import DeadlineForm, InviteForm, ReviewForm, Seni
 async def _read(upload: UploadFile | None, max_bytes: int) -> bytes:
     """Read at most ``max_bytes + 1`` bytes (enough for the service to refuse a large file)."""
     if upload is None or not upload.filename:
-        raise UploadError("choose a file to upload")
+        return b""  # the service asks the authority first, then refuses an empty file
     return await upload.read(max_bytes + 1)
 
 
@@ -58,7 +57,7 @@ def role_pages() -> APIRouter:
 
     @r.post("/v/{slug}/senior-acs")
     def set_senior_ac(c: C, slug: str, f: Annotated[SeniorAcForm, Form()]) -> Response:
-        c.svc.set_senior_ac(c.svc.venue(slug), f.ac_id, int(f.sac_id) if f.sac_id else None)
+        c.svc.set_senior_ac(c.svc.venue(slug), f.user_id, int(f.sac_id) if f.sac_id else None)
         return back(f"/v/{slug}/roles", "Senior area chair saved.")
 
     @r.post("/v/{slug}/camera-ready-deadline")

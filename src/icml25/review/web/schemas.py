@@ -350,7 +350,7 @@ class DeadlineForm(_Form):
 
 
 class SeniorAcForm(_Form):
-    ac_id: int
+    user_id: int  # the area chair
     sac_id: str = Field(default="", pattern=r"^\d*$")  # empty: under nobody
 
 
@@ -364,7 +364,8 @@ class DeadlineIn(BaseModel):
 
 
 class SeniorAcIn(BaseModel):
-    sac_id: int | None = Field(description="the senior area chair's user id; null: none")
+    sac_id: int | None = Field(default=None,
+                               description="the senior area chair's user id; null: none")
 
 
 class InviteIn(BaseModel):
