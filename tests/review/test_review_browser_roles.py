@@ -5,7 +5,6 @@ review. Screenshots go to ``$ICML25_ARTIFACTS_DIR/review-browser`` (``roles-*.pn
 
 from __future__ import annotations
 
-import io
 import zipfile
 from datetime import UTC, datetime, timedelta
 
@@ -81,11 +80,11 @@ def test_upload_camera_ready(site, tmp_path):
         page.get_by_label("Camera-ready PDF").set_input_files(str(pdf))
         page.get_by_role("button", name="Upload camera-ready").click()
         expect(page.get_by_role("status")).to_contain_text("Camera-ready version uploaded")
-        page.get_by_label("Supplementary material").set_input_files(str(not_zip))
+        page.get_by_label("Supplementary material (one zip").set_input_files(str(not_zip))
         page.get_by_role("button", name="Upload supplementary material").click()
         expect(page.get_by_text("not a zip archive")).to_be_visible()  # the 400 page
         page.goto(base + f"/s/{accepted.id}")
-        page.get_by_label("Supplementary material").set_input_files(str(archive))
+        page.get_by_label("Supplementary material (one zip").set_input_files(str(archive))
         page.get_by_role("button", name="Upload supplementary material").click()
         expect(page.get_by_role("status")).to_contain_text("1 files")
         page.screenshot(path=str(screenshot_dir() / "roles-camera-ready.png"), full_page=True)

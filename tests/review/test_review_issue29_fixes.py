@@ -20,7 +20,7 @@ CAST = Cast()
 def test_the_rated_count_is_the_same_for_the_area_chair_and_the_chair(db, settings):
     venue = populate_venue(db, settings, "rated", Phase.FEEDBACK)
     n_rated = {s.number: 0 for s in db.scalars(select(m.Submission))}
-    for fb, sub in db.execute(select(m.Feedback, m.Submission).join(
+    for _, sub in db.execute(select(m.Feedback, m.Submission).join(
             m.Review, m.Review.id == m.Feedback.review_id).join(
             m.Submission, m.Submission.id == m.Review.submission_id)):
         n_rated[sub.number] += 1

@@ -137,7 +137,8 @@ class Roles(Service):
                     user=user.id)
         self._mail(b.venue.id, user.email, f"[{b.venue.name}] Please help review submission "
                    f"#{b.submission.number}", "A reviewer invited you as a sub-reviewer of "
-                   f"submission #{b.submission.number}. Log in to read it and write the review.",
+                   f"submission #{b.submission.number}. Read it and write the review at "
+                   f"{self.settings.public_url.rstrip('/')}/s/{b.submission.id}",
                    b.submission.id)
         self._commit()
         return row
