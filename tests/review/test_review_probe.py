@@ -266,7 +266,8 @@ def test_every_route_asks_the_authority(settings, engine, db):
     sub = db.scalar(select(m.Submission).where(m.Submission.venue_id == venue.id))
     review = db.scalar(select(m.Review).where(m.Review.submission_id == sub.id))
     values = {"slug": "routes", "sid": sub.id, "rid": review.id, "uid": sub.submitter_id,
-              "tid": 999, "name": "swagger-ui.css", "bid": 1}
+              "tid": 999, "name": "swagger-ui.css", "bid": 1, "xid": 1,
+              "ac_id": sub.submitter_id}
     app = create_app(settings, engine)
     routes = _routes(app.routes)
     assert len(routes) > 60  # the whole table: pages and API

@@ -36,7 +36,8 @@ def test_quality_formula_and_missing_parts():
 
 
 def test_badges_top10_top30_and_on_time():
-    rows = [ReviewFacts(u, author_rating=1 + 4 * u / 19, on_time=u >= 3) for u in range(20)]
+    rows = [ReviewFacts(u, author_rating=1 + 4 * u / 19, on_time=u >= 3)
+            for u in range(20) for _ in range(3)]  # three rated reviews each
     badges = award_badges(venue_scores(rows))
     top10 = {u for u, b in badges.items() if "top-10" in b}
     top30 = {u for u, b in badges.items() if "top-30" in b}
@@ -46,6 +47,28 @@ def test_badges_top10_top30_and_on_time():
     tied = award_badges(venue_scores([ReviewFacts(u, author_rating=4) for u in range(5)]),
                         min_reviews=2)
     assert all(b == ["on-time"] for b in tied.values())
+
+
+def test_no_rank_badge_while_the_score_is_withheld_from_its_owner():
+    """Under 3 author ratings a reviewer's own page withholds the score (to protect the
+    raters); a public "top 10 %" would reveal it, so no rank badge either (issue 29)."""
+    best = [ReviewFacts(0, author_rating=5)] * 2  # two excellent ratings only
+    rest = [ReviewFacts(u, author_rating=2 + u % 3) for u in range(1, 11) for _ in range(3)]
+    badges = award_badges(venue_scores(best + rest))
+    assert badges[0] == ["on-time"]
+    top10 = {u for u, b in badges.items() if "top-10" in b}
+    assert top10 and 0 not in top10
+    # the reviewer's own page withholds the same score, by the same rule
+    from icml25.review.authority import Viewer
+    from icml25.review.visibility import quality_view
+    from icml25.review.workflow import Phase, Role
+
+    score = venue_scores(best)[0]
+    view = quality_view(Viewer(0, frozenset({Role.REVIEWER}), verified=True),
+                        Phase.NOTIFICATION, score, score.n_author_ratings)
+    assert view["available"] is False and "fewer than 3" in view["reason"]
+    third = venue_scores(best + [ReviewFacts(0, author_rating=5)])
+    assert "top-10" in award_badges({**venue_scores(rest), **third})[0]
 
 
 def test_credential_signs_and_any_tampering_fails():
@@ -96,7 +119,10 @@ def test_rewards_flow_close_profile_and_verify(db, settings, client, tmp_path, m
             with pytest.raises(NotAllowed):  # badges only at notification
                 chair.close_venue(venue)
 
-    populate_venue(db, settings, "rw", Phase.NOTIFICATION, on_phase=hook)
+    # 8 papers x 3 reviews over 4 reviewers (max load 6): every reviewer has 6 reviews, all
+    # rated by the authors, so every score may be disclosed and rank badges awarded
+    populate_venue(db, settings, "rw", Phase.NOTIFICATION, on_phase=hook, n_papers=8,
+                   rate_all=True)
     chair = service_as(db, settings, cast.chair)
     venue = chair.venue("rw")
     scores = chair.quality_scores(venue)

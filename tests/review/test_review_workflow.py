@@ -117,6 +117,12 @@ PERSONAS = {
     "author": dict(is_author=True, conflicted=True, authored_in_venue=True),
     "outsider": dict(),
     "site_admin": dict(is_admin=True),
+    # issue 29, point 7: the paper's area chair is under this senior area chair; a sub-reviewer
+    # invited for this paper (the review in these facts is not the one they write)
+    "sac": dict(venue_roles=frozenset({Role.SAC}), is_senior_ac=True),
+    "sac_conflicted": dict(venue_roles=frozenset({Role.SAC}), is_senior_ac=True,
+                           conflicted=True),
+    "subreviewer": dict(is_subreviewer=True),
 }
 for _kw in PERSONAS.values():
     _kw["verified"] = True
@@ -125,7 +131,8 @@ PERSONAS["unverified_author"] = dict(is_author=True, conflicted=True, verified=F
 PERSONAS["anonymous"] = dict(logged_in=False)
 ACCOUNT_ACTIONS = {Action.VIEW_PUBLIC, Action.USE_ACCOUNT, Action.VIEW_PROFILE}
 
-STAFF = {"chair", "ac_assigned", "reviewer_assigned", "reviewer_assigned_nodone", "author"}
+STAFF = {"chair", "ac_assigned", "reviewer_assigned", "reviewer_assigned_nodone", "author",
+         "sac", "subreviewer"}  # who reads the paper
 
 
 def expected(persona: str, action: Action, phase: Phase) -> bool:
@@ -153,7 +160,7 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
         return persona in ("ac_assigned", "ac_other", "reviewer_assigned",
                            "reviewer_assigned_nodone", "reviewer_other") and phase is P.BIDDING
     if action is Action.ASSIGN:
-        return persona == "chair" and phase in (P.BIDDING, P.ASSIGNMENT, P.REVIEWING)
+        return persona in ("chair", "sac") and phase in (P.BIDDING, P.ASSIGNMENT, P.REVIEWING)
     if action is Action.WRITE_REVIEW:
         return persona.startswith("reviewer_assigned") and phase is P.REVIEWING
     if action is Action.GIVE_FEEDBACK:
@@ -163,9 +170,9 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
     if action is Action.WRITE_REBUTTAL:
         return persona == "author" and phase is P.REBUTTAL
     if action is Action.VIEW_DISCUSSION:
-        return persona in ("chair", "ac_assigned", "reviewer_assigned")
+        return persona in ("chair", "ac_assigned", "reviewer_assigned", "sac")
     if action is Action.POST_DISCUSSION:
-        return persona in ("chair", "ac_assigned", "reviewer_assigned") and \
+        return persona in ("chair", "ac_assigned", "reviewer_assigned", "sac") and \
             phase is P.DISCUSSION
     if action is Action.WRITE_METAREVIEW:
         return persona == "ac_assigned" and phase is P.META_REVIEW
@@ -176,27 +183,28 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
     # issue 10 (rewards): AC rating of a submitted review from feedback until decision;
     # badges are awarded once, at notification
     if action is Action.RATE_REVIEW:
-        return persona in ("chair", "ac_assigned") and \
+        return persona in ("chair", "ac_assigned", "sac") and \
             CHAIN.index(P.FEEDBACK) <= i <= CHAIN.index(P.DECISION)
     if action is Action.CLOSE_VENUE:
         return persona in ("chair", "chair_conflicted") and phase is P.NOTIFICATION
     # what of a (submitted, not their own) review and of a submission each persona sees
     if action is Action.VIEW_REVIEW:
-        return persona in ("chair", "ac_assigned", "reviewer_assigned")
+        return persona in ("chair", "ac_assigned", "reviewer_assigned", "sac")
     if action is Action.VIEW_REVIEW_STAGE1:
         return persona == "author" and i >= CHAIN.index(P.FEEDBACK)
     if action is Action.VIEW_REVIEW_STAGE2:
         return False  # these facts say stage 2 is not released (tested on its own below)
-    if action in (Action.VIEW_REVIEWER_IDENTITY, Action.VIEW_ASSIGNMENTS):
-        return persona in ("chair", "ac_assigned")
+    if action in (Action.VIEW_REVIEWER_IDENTITY, Action.VIEW_ASSIGNMENTS,
+                  Action.VIEW_SUBREVIEWER):  # the paper's staff
+        return persona in ("chair", "ac_assigned", "sac")
     if action is Action.VIEW_CHAIR_NOTES:
         return persona == "chair"
     if action is Action.VIEW_META_REVIEW:
-        return persona in ("chair", "ac_assigned") or phase is P.NOTIFICATION
+        return persona in ("chair", "ac_assigned", "sac") or phase is P.NOTIFICATION
     if action is Action.VIEW_DECISION:
         return persona == "chair" or phase is P.NOTIFICATION
     if action is Action.VIEW_VENUE_DETAILS:
-        return persona != "outsider"
+        return persona not in ("outsider", "subreviewer")  # a sub-reviewer sees one paper
     if action is Action.VIEW_FEEDBACK_PANEL:
         return persona.startswith("reviewer_")
     if action is Action.VIEW_FEEDBACK_AGGREGATE:
@@ -213,6 +221,23 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
         return persona not in ("author", "outsider", "site_admin")
     if action is Action.MANAGE_REVIEW_FORM:
         return persona in ("chair", "chair_conflicted") and i < CHAIN.index(P.FEEDBACK)
+    # issue 29, points 6 and 7
+    if action is Action.PUBLISH_PROFILE:
+        return True  # any verified account
+    if action is Action.UPLOAD_CAMERA_READY:
+        return False  # no decision in these facts (tested in test_review_authority_roles)
+    if action is Action.UPLOAD_SUPPLEMENTARY:
+        return persona == "author" and phase is P.SUBMISSION
+    if action is Action.DOWNLOAD_SUPPLEMENTARY:
+        return persona in STAFF
+    if action is Action.ASSIGN_AREA_CHAIR:
+        return persona == "chair" and phase in (P.BIDDING, P.ASSIGNMENT, P.REVIEWING)
+    if action is Action.INVITE_SUBREVIEWER:
+        return persona.startswith("reviewer_assigned") and phase is P.REVIEWING
+    if action is Action.WRITE_DELEGATED_REVIEW:
+        return persona == "subreviewer" and phase is P.REVIEWING
+    if action is Action.VIEW_SUBREVIEWER_IDENTITY:
+        return persona == "chair"
     raise AssertionError(action)
 
 

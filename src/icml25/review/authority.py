@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -77,6 +78,17 @@ class Action(StrEnum):
     USE_ACCOUNT = "use_account"  # one's own tokens, badges, papers, profile settings
     VIEW_PROFILE = "view_profile"  # someone's public reviewer profile
     VIEW_PUBLIC = "view_public"  # pages that show no data: login, register, API schema
+    PUBLISH_PROFILE = "publish_profile"  # make one's reviewer profile public (or private)
+    # after the decision (issue 29, point 6)
+    UPLOAD_CAMERA_READY = "upload_camera_ready"
+    UPLOAD_SUPPLEMENTARY = "upload_supplementary"
+    DOWNLOAD_SUPPLEMENTARY = "download_supplementary"
+    # roles (issue 29, point 7)
+    ASSIGN_AREA_CHAIR = "assign_area_chair"  # assign or unassign a paper's area chair
+    INVITE_SUBREVIEWER = "invite_subreviewer"
+    WRITE_DELEGATED_REVIEW = "write_delegated_review"  # a sub-reviewer writes the inviter's
+    VIEW_SUBREVIEWER = "view_subreviewer"  # that one sub-reviewer exists (pseudonymously)
+    VIEW_SUBREVIEWER_IDENTITY = "view_subreviewer_identity"  # their name and e-mail
 
 
 # actions an account may take before its e-mail address is verified
@@ -92,11 +104,14 @@ class Principal:
     is_admin: bool = False
     verified: bool = False
     roles: dict[int, frozenset[Role]] = field(default_factory=dict)  # venue id -> roles
+    # venue id -> the area chairs this senior area chair oversees there
+    oversees: dict[int, frozenset[int]] = field(default_factory=dict)
 
     def at(self, venue_id: int) -> Viewer:
         """This principal as a viewer of one venue."""
         return Viewer(self.user_id, self.roles.get(venue_id, frozenset()),
-                      verified=self.verified, is_admin=self.is_admin)
+                      verified=self.verified, is_admin=self.is_admin,
+                      oversees=self.oversees.get(venue_id, frozenset()))
 
 
 @dataclass(frozen=True)
@@ -107,6 +122,7 @@ class Viewer:
     venue_roles: frozenset[Role] = frozenset()
     verified: bool = False
     is_admin: bool = False
+    oversees: frozenset[int] = frozenset()  # area chairs overseen (as a senior area chair)
 
     @property
     def is_chair(self) -> bool:
@@ -137,6 +153,14 @@ class Facts:
     # the added review-form field asked about (VIEW_REVIEW_FIELD): its stage and audience
     field_stage: int = 1
     field_audience: str = Audience.AUTHORS.value
+    # roles (issue 29, point 7)
+    is_senior_ac: bool = False  # a senior area chair overseeing the paper's area chair
+    is_subreviewer: bool = False  # invited for this paper by a reviewer still assigned to it
+    delegated_review: bool = False  # the target review is that of the viewer's inviter
+    own_invitation: bool = False  # the target sub-reviewer was invited by the viewer
+    # after the decision (issue 29, point 6)
+    accepted: bool = False  # the paper's decision is of a type that accepts it
+    camera_ready_closed: bool = False  # the venue's camera-ready deadline has passed
 
     @property
     def chair(self) -> bool:
@@ -144,15 +168,27 @@ class Facts:
         return Role.CHAIR in self.venue_roles and not self.conflicted
 
     @property
+    def senior_ac(self) -> bool:
+        """A senior area chair over the paper's area chair, not conflicted with the paper."""
+        return self.is_senior_ac and not self.conflicted
+
+    @property
+    def subreviewer(self) -> bool:
+        """An invited sub-reviewer of the paper who is not conflicted with it."""
+        return self.is_subreviewer and not self.conflicted
+
+    @property
     def staff(self) -> bool:
-        """Those who see reviews with their writers: non-conflicted chairs, the paper's AC."""
-        return self.chair or self.is_assigned_ac
+        """Those who see reviews with their writers: non-conflicted chairs, the paper's AC and
+        the senior area chair over that AC."""
+        return self.chair or self.is_assigned_ac or self.senior_ac
 
 
 def facts_for(viewer: Viewer, b: Bundle | None, phase: Phase | None = None, *,
               review=None, authored_in_venue: bool = False,  # noqa: ANN001
-              n_author_ratings: int = 0) -> Facts:
-    """The facts of ``viewer`` on bundle ``b`` (or on the venue in ``phase`` when None)."""
+              n_author_ratings: int = 0, subreviewer=None) -> Facts:  # noqa: ANN001
+    """The facts of ``viewer`` on bundle ``b`` (or on the venue in ``phase`` when None);
+    ``review`` / ``subreviewer``: the review or sub-reviewer row the action concerns."""
     account = dict(venue_roles=viewer.venue_roles, logged_in=viewer.user_id is not None,
                    verified=viewer.verified, is_admin=viewer.is_admin,
                    authored_in_venue=authored_in_venue, n_author_ratings=n_author_ratings)
@@ -174,7 +210,40 @@ def facts_for(viewer: Viewer, b: Bundle | None, phase: Phase | None = None, *,
         review_submitted=bool(review is not None and review.submitted),
         own_review=review is not None and uid is not None and review.reviewer_id == uid,
         stage2_released=b.stage2_for_authors(),
+        **_role_facts(viewer, b, review, subreviewer),
+        **_decision_facts(b),
     )
+
+
+def _role_facts(viewer: Viewer, b: Bundle, review, subreviewer) -> dict:  # noqa: ANN001
+    """Senior area chair and sub-reviewer facts (issue 29, point 7)."""
+    uid = viewer.user_id
+    out: dict = {}
+    if viewer.oversees and Role.SAC in viewer.venue_roles:
+        out["is_senior_ac"] = any(a.role == Role.AC and a.user_id in viewer.oversees
+                                  for a in b.assignments)
+    if b.subreviewers and uid is not None:
+        reviewers = {a.user_id for a in b.assignments if a.role == Role.REVIEWER}
+        inviters = {s.inviter_id for s in b.subreviewers
+                    if s.user_id == uid and s.inviter_id in reviewers}
+        out["is_subreviewer"] = bool(inviters)
+        out["delegated_review"] = review is not None and review.reviewer_id in inviters
+    if subreviewer is not None:
+        out["own_invitation"] = uid is not None and subreviewer.inviter_id == uid
+    return out
+
+
+def _decision_facts(b: Bundle) -> dict:
+    """Whether the paper is accepted, and whether its camera-ready deadline has passed."""
+    if b.decision is None:
+        return {}
+    from icml25.review.decisions import accepted_keys
+    from icml25.review.workflow import deadline_end
+
+    deadline = b.venue.camera_ready_deadline
+    closed = bool(deadline) and datetime.now(UTC) >= deadline_end(deadline)
+    return {"accepted": b.decision.outcome in accepted_keys(b.venue.decision_types),
+            "camera_ready_closed": closed}
 
 
 # ---------------------------------------------------------------------- the decision trail
@@ -262,7 +331,7 @@ def _r_withdraw(f: Facts, phase: Phase, chair: bool) -> None:
 
 
 def _r_view(f: Facts, phase: Phase, chair: bool) -> None:
-    if chair or f.is_author or f.is_assigned_ac or f.is_assigned_reviewer:
+    if f.staff or f.is_author or f.is_assigned_reviewer or f.subreviewer:
         return
     bidder = bool(f.venue_roles & {Role.REVIEWER, Role.AC})
     if bidder and not f.conflicted and phase is Phase.BIDDING and f.submission_active:
@@ -277,7 +346,7 @@ def _r_view_authors(f: Facts, phase: Phase, chair: bool) -> None:
 
 
 def _r_pdf(f: Facts, phase: Phase, chair: bool) -> None:
-    if chair or f.is_author or f.is_assigned_ac or f.is_assigned_reviewer:
+    if f.staff or f.is_author or f.is_assigned_reviewer or f.subreviewer:
         return
     _deny("you have no access to this PDF")
 
@@ -291,8 +360,15 @@ def _r_bid(f: Facts, phase: Phase, chair: bool) -> None:
 
 
 def _r_assign(f: Facts, phase: Phase, chair: bool) -> None:
+    if not (chair or f.senior_ac):
+        _deny("only a non-conflicted program chair (or the paper's senior area chair) "
+              "assigns reviewers")
+    _need_phase(phase, Phase.BIDDING, Phase.ASSIGNMENT, Phase.REVIEWING)
+
+
+def _r_assign_ac(f: Facts, phase: Phase, chair: bool) -> None:
     if not chair:
-        _deny("only a non-conflicted program chair assigns reviewers")
+        _deny("only a non-conflicted program chair assigns area chairs")
     _need_phase(phase, Phase.BIDDING, Phase.ASSIGNMENT, Phase.REVIEWING)
 
 
@@ -328,7 +404,7 @@ def _r_rebuttal(f: Facts, phase: Phase, chair: bool) -> None:
 
 
 def _r_view_discussion(f: Facts, phase: Phase, chair: bool) -> None:
-    if chair or f.is_assigned_ac or (f.is_assigned_reviewer and f.own_review_submitted):
+    if f.staff or (f.is_assigned_reviewer and f.own_review_submitted):
         return
     _deny("the discussion is open to the paper's reviewers, area chair and chairs only")
 
@@ -351,8 +427,9 @@ def _r_decide(f: Facts, phase: Phase, chair: bool) -> None:
 
 
 def _r_rate_review(f: Facts, phase: Phase, chair: bool) -> None:
-    if not (chair or f.is_assigned_ac):
-        _deny("only the paper's area chair (or a non-conflicted chair) rates its reviews")
+    if not f.staff:
+        _deny("only the paper's area chair, its senior area chair or a non-conflicted chair "
+              "rates its reviews")
     if not f.review_submitted:
         _deny("the review is not submitted")
     _need_phase(phase, Phase.FEEDBACK, Phase.REBUTTAL, Phase.DISCUSSION, Phase.META_REVIEW,
@@ -370,9 +447,10 @@ def _r_chair(f: Facts, phase: Phase, chair: bool) -> None:
 
 
 def _r_view_review(f: Facts, phase: Phase, chair: bool) -> None:
-    if not f.review_submitted and not f.own_review:
+    writer = f.own_review or (f.subreviewer and f.delegated_review)  # a sub-reviewer writes
+    if not f.review_submitted and not writer:                       # their inviter's review
         _deny("drafts are private to their writer")
-    if f.staff or f.own_review or (f.is_assigned_reviewer and f.own_review_submitted):
+    if f.staff or writer or (f.is_assigned_reviewer and f.own_review_submitted):
         return
     _deny("reviews are shown to the paper's staff, and to its reviewers after their own")
 
@@ -447,7 +525,7 @@ def _r_aggregate(f: Facts, phase: Phase, chair: bool) -> None:
     _r_feedback_panel(f, phase, chair)
     if not at_least(phase, Phase.NOTIFICATION):
         _deny("feedback is shown after notification")
-    if f.n_author_ratings < MIN_RATINGS_FOR_AGGREGATE:
+    if not ratings_disclosable(f.n_author_ratings):
         _deny(f"fewer than {MIN_RATINGS_FOR_AGGREGATE} ratings; withheld to protect raters")
 
 
@@ -460,6 +538,62 @@ def _r_manage_form(f: Facts, phase: Phase, chair: bool) -> None:
     _r_chair(f, phase, chair)
     if at_least(phase, Phase.FEEDBACK):
         _deny("the review form is fixed once reviews go to the authors")
+def ratings_disclosable(n_author_ratings: int) -> bool:
+    """Whether anything derived from a reviewer's author ratings may be disclosed at all:
+    their own aggregate and quality score, and a rank-based badge (rewards.award_badges)."""
+    return n_author_ratings >= MIN_RATINGS_FOR_AGGREGATE
+
+
+def _r_publish_profile(f: Facts, phase: Phase, chair: bool) -> None:
+    return None  # logged in and verified (checked by authorize): no unproven name goes public
+
+
+def _r_camera_ready(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.is_author:
+        _deny("only the authors upload the camera-ready version")
+    if not f.submission_active:
+        _deny("the submission is withdrawn")
+    _need_phase(phase, Phase.NOTIFICATION)
+    if not f.accepted:
+        _deny("only accepted papers have a camera-ready version")
+    if f.camera_ready_closed:
+        _deny("the camera-ready deadline has passed")
+
+
+def _r_supplementary(f: Facts, phase: Phase, chair: bool) -> None:
+    # with the submission, or with the camera-ready version (same rule and deadline)
+    if phase is Phase.SUBMISSION and f.is_author and f.submission_active:
+        return
+    if phase is Phase.SUBMISSION:
+        _r_edit(f, phase, chair)
+    _r_camera_ready(f, phase, chair)
+
+
+def _r_invite_sub(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.is_assigned_reviewer:
+        _deny("only a reviewer assigned to this paper invites sub-reviewers")
+    if not f.submission_active:
+        _deny("the submission is withdrawn")
+    _need_phase(phase, Phase.REVIEWING)
+
+
+def _r_delegated(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.subreviewer:
+        _deny("you are not a sub-reviewer of this paper")
+    if not f.submission_active:
+        _deny("the submission is withdrawn")
+    _need_phase(phase, Phase.REVIEWING)
+
+
+def _r_view_sub(f: Facts, phase: Phase, chair: bool) -> None:
+    if not (f.staff or f.own_invitation):
+        _deny("sub-reviewers are shown to the paper's staff and to the reviewer who invited them")
+
+
+def _r_sub_identity(f: Facts, phase: Phase, chair: bool) -> None:
+    # pseudonymous to everyone else, the paper's area chairs included
+    if not (chair or f.own_invitation):
+        _deny("a sub-reviewer's identity is shown to program chairs and their inviter only")
 
 
 def _r_create_venue(f: Facts, phase: Phase, chair: bool) -> None:
@@ -511,6 +645,15 @@ _RULES = {
     Action.USE_ACCOUNT: _r_anyone,
     Action.VIEW_PROFILE: _r_anyone,
     Action.VIEW_PUBLIC: _r_anyone,
+    Action.PUBLISH_PROFILE: _r_publish_profile,
+    Action.UPLOAD_CAMERA_READY: _r_camera_ready,
+    Action.UPLOAD_SUPPLEMENTARY: _r_supplementary,
+    Action.DOWNLOAD_SUPPLEMENTARY: _r_pdf,
+    Action.ASSIGN_AREA_CHAIR: _r_assign_ac,
+    Action.INVITE_SUBREVIEWER: _r_invite_sub,
+    Action.WRITE_DELEGATED_REVIEW: _r_delegated,
+    Action.VIEW_SUBREVIEWER: _r_view_sub,
+    Action.VIEW_SUBREVIEWER_IDENTITY: _r_sub_identity,
 }
 assert set(_RULES) == set(Action), "every action needs exactly one rule"
 

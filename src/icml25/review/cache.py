@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 _PER_SUBMISSION = (m.Review, m.DiscussionPost, m.MetaReview, m.Decision, m.Bid, m.Conflict)
 _PER_REVIEW = (m.Feedback, m.Rebuttal)
 # changes to these change facts about accounts or the shape of venues: a new epoch
-_GLOBAL = (m.User, m.Membership, m.Venue, m.SubmissionAuthor, m.Assignment)
+_GLOBAL = (m.User, m.Membership, m.Venue, m.SubmissionAuthor, m.Assignment,
+           m.SeniorAreaChair, m.Subreviewer)
 _CACHED_TABLES = frozenset(c.__tablename__ for c in (
     *_PER_SUBMISSION, *_PER_REVIEW, *_GLOBAL, m.Submission, m.ApiToken))
 _MARKS = "icml25_view_cache_marks"

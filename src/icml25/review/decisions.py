@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 KEY_RE = re.compile(r"[a-z][a-z0-9-]{0,15}")
 MAX_TYPES = 12
@@ -74,6 +75,13 @@ def types_of(stored: str | None) -> list[DecisionType]:
         return clean_types(json.loads(stored)) if stored else list(DEFAULT_TYPES)
     except (ValueError, TypeError):
         return list(DEFAULT_TYPES)
+
+
+@lru_cache(maxsize=256)
+def accepted_keys(stored: str | None) -> frozenset[str]:
+    """The keys of a venue's types that accept the paper (asked for every fact about a decided
+    paper, hence remembered per stored list)."""
+    return frozenset(t.key for t in types_of(stored) if t.accepted)
 
 
 def to_json(types: list[DecisionType]) -> str:

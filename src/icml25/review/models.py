@@ -96,6 +96,8 @@ class Venue(Base):
     max_rebuttal_chars: Mapped[int] = mapped_column(Integer, default=5000, server_default="5000")
     # the newest version of the venue's review form (0: the built-in form); revision 0008
     review_form_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # the camera-ready deadline ('YYYY-MM-DD' or an ISO time; empty: none); revision 0009
+    camera_ready_deadline: Mapped[str] = mapped_column(String(40), default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -123,6 +125,14 @@ class Submission(Base):
     pdf_path: Mapped[str | None] = mapped_column(String(500), nullable=True)
     pdf_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
     pdf_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # the camera-ready PDF and the supplementary material (a zip); revision 0009
+    camera_path: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    camera_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    camera_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    camera_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    supp_path: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    supp_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    supp_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # bumped with every change to the submission or its rows (icml25/review/cache.py)
     version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -404,4 +414,26 @@ class ReviewFormVersion(Base):
     version: Mapped[int] = mapped_column(Integer)
     fields: Mapped[str] = mapped_column(Text)
     created_by: Mapped[int | None] = _fk("users.id", nullable=True, ondelete="SET NULL")
+# ---------------------------------------------------------------- revision 0010: roles
+class SeniorAreaChair(Base):
+    """A senior area chair's oversight of one area chair in a venue (one SAC per AC)."""
+
+    __tablename__ = "senior_area_chairs"
+    __table_args__ = (UniqueConstraint("venue_id", "ac_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    venue_id: Mapped[int] = _fk("venues.id")
+    sac_id: Mapped[int] = _fk("users.id")
+    ac_id: Mapped[int] = _fk("users.id")
+
+
+class Subreviewer(Base):
+    """A sub-reviewer invited by an assigned reviewer for one submission; they write the
+    inviting reviewer's review (which stays one per assignment)."""
+
+    __tablename__ = "subreviewers"
+    __table_args__ = (UniqueConstraint("submission_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = _fk("submissions.id")
+    inviter_id: Mapped[int] = _fk("users.id")
+    user_id: Mapped[int] = _fk("users.id")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -16,8 +16,10 @@ its score (two-stage release), which is what makes ``A`` usable for rewards.
 Badges at venue close: ``top-10`` and ``top-30`` go to reviewers whose Q is within the top 10% /
 30% of the venue's reviewers (by rank: the best ceil(10% x n) reviewers, ties at the cut
 included; a top-10 reviewer holds both), counting only reviewers with at least
-``min_reviews`` submitted reviews; ``on-time`` goes to every reviewer whose reviews were all
-submitted by the deadline.
+``min_reviews`` submitted reviews AND enough author ratings for their score to be shown to
+them at all (the authority's ``ratings_disclosable``: 3; a public rank must not reveal what the
+reviewer's own page withholds to protect the raters); ``on-time`` goes to every reviewer whose
+reviews were all submitted by the deadline.
 """
 
 from __future__ import annotations
@@ -56,9 +58,11 @@ class QualityScore:
     timeliness: float
     quality: float
     formula: str = field(default=FORMULA)
+    n_author_ratings: int = 0  # reviews with an author rating (what disclosure depends on)
 
     def as_dict(self) -> dict:
-        return {"n_reviews": self.n_reviews, "author_part": _r(self.author),
+        return {"n_reviews": self.n_reviews, "n_author_ratings": self.n_author_ratings,
+                "author_part": _r(self.author),
                 "ac_part": _r(self.ac), "timeliness_part": _r(self.timeliness),
                 "quality": _r(self.quality), "weights": WEIGHTS, "formula": self.formula}
 
@@ -88,7 +92,8 @@ def quality_score(reviews: Iterable[ReviewFacts]) -> QualityScore:
     present = {k: v for k, v in parts.items() if v is not None}
     wsum = sum(WEIGHTS[k] for k in present)
     q = 100.0 * sum(WEIGHTS[k] * v for k, v in present.items()) / wsum
-    return QualityScore(who.pop(), len(rows), parts["author"], parts["ac"], t, q)
+    return QualityScore(who.pop(), len(rows), parts["author"], parts["ac"], t, q,
+                        n_author_ratings=len(a))
 
 
 def venue_scores(reviews: Iterable[ReviewFacts]) -> dict[int, QualityScore]:
@@ -101,9 +106,12 @@ def venue_scores(reviews: Iterable[ReviewFacts]) -> dict[int, QualityScore]:
 
 def award_badges(scores: dict[int, QualityScore], min_reviews: int = 1) -> dict[int, list[str]]:
     """Badges per reviewer at venue close: top-10, top-30 (by Q among reviewers with at least
-    ``min_reviews`` reviews; ties at the cut share the badge) and on-time."""
-    eligible = sorted((s for s in scores.values() if s.n_reviews >= min_reviews),
-                      key=lambda s: -s.quality)
+    ``min_reviews`` reviews whose score may be disclosed; ties at the cut share the badge) and
+    on-time."""
+    from icml25.review.authority import ratings_disclosable
+
+    eligible = sorted((s for s in scores.values() if s.n_reviews >= min_reviews
+                       and ratings_disclosable(s.n_author_ratings)), key=lambda s: -s.quality)
     out: dict[int, list[str]] = {u: [] for u in scores}
     n = len(eligible)
     for tier, share in TIERS:

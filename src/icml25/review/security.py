@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import io
 import math
 import secrets
+import zipfile
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
@@ -95,6 +97,54 @@ def check_pdf(data: bytes, max_bytes: int) -> None:
         raise UploadError("the file is not a PDF (it does not start with %PDF-)")
     if b"%%EOF" not in data[-1024:]:
         raise UploadError("the file is not a complete PDF (no %%EOF marker at its end)")
+
+
+ZIP_MAX_EXPANSION = 20  # the files of a zip may unpack to at most 20 x its size limit
+ZIP_MAX_FILES = 2000
+
+
+def check_zip(data: bytes, max_bytes: int) -> int:
+    """Refuse anything that is not a readable zip archive within the size limit; returns the
+    number of files in it.
+
+    Checked by content, not by name: the zip signature, a readable central directory, no
+    encrypted member, no absolute or ``..`` path, at most :data:`ZIP_MAX_FILES` entries
+    unpacking to at most :data:`ZIP_MAX_EXPANSION` times the limit (declared sizes, checked
+    before anything is unpacked), and every member's CRC-32 right (each is read once, never
+    beyond its declared size).
+    """
+    if not data:
+        raise UploadError("the uploaded file is empty")
+    if len(data) > max_bytes:
+        raise UploadError(f"the archive is too large ({format_size(len(data), up=True)}); the "
+                          f"limit is {format_size(max_bytes)}")
+    if not data.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        raise UploadError("the file is not a zip archive (it does not start with PK)")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            infos = z.infolist()
+            _check_members(infos, max_bytes)
+            bad = z.testzip()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
+            NotImplementedError) as exc:
+        raise UploadError(f"the zip archive cannot be read ({exc})") from None
+    if bad is not None:
+        raise UploadError(f"the zip archive is damaged (bad checksum of '{bad}')")
+    return sum(1 for i in infos if not i.is_dir())
+
+
+def _check_members(infos: list[zipfile.ZipInfo], max_bytes: int) -> None:
+    if len(infos) > ZIP_MAX_FILES:
+        raise UploadError(f"the zip archive has {len(infos)} entries (at most {ZIP_MAX_FILES})")
+    if sum(i.file_size for i in infos) > ZIP_MAX_EXPANSION * max_bytes:
+        raise UploadError("the zip archive unpacks to more than "
+                          f"{format_size(ZIP_MAX_EXPANSION * max_bytes)}")
+    for i in infos:
+        if i.flag_bits & 0x1:
+            raise UploadError(f"the zip archive has an encrypted file ('{i.filename}')")
+        parts = i.filename.replace("\\", "/").split("/")
+        if i.filename.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            raise UploadError(f"the zip archive has an unsafe path ('{i.filename}')")
 
 
 def minimal_pdf(text: str = "icml25 review demo") -> bytes:

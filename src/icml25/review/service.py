@@ -3,8 +3,9 @@
 :class:`ReviewService` is a thin facade over the services split by concern (each in
 :mod:`icml25.review.services`): ``accounts``, ``venues``, ``submissions``, ``reviewing``,
 ``bidding``, ``assignments``, ``workbench``, ``dashboards``, ``decisions``, ``rewards``,
-``reward_views``, ``forms`` and ``outbox``. They share one per-request context (database
-session, settings, actor and the actor's roles, loaded once). Each method asks
+``reward_views``, ``forms``, ``outbox``, ``camera_ready`` and ``roles``. They share one
+per-request context (database session, settings, actor and the actor's roles, loaded once).
+Each method asks
 :mod:`icml25.review.authority` before it changes anything, writes an audit event and queues
 notification e-mails; reads return dictionaries built by :mod:`icml25.review.visibility`.
 
@@ -29,6 +30,7 @@ from icml25.review.services.accounts import Accounts
 from icml25.review.services.assignments import Assignments
 from icml25.review.services.base import Context, Service, UsesContext
 from icml25.review.services.bidding import Bidding
+from icml25.review.services.camera_ready import CameraReady
 from icml25.review.services.dashboards import Dashboards
 from icml25.review.services.decisions import Decisions
 from icml25.review.services.forms import ReviewForms
@@ -36,6 +38,7 @@ from icml25.review.services.outbox import Outbox
 from icml25.review.services.reviewing import Reviewing
 from icml25.review.services.reward_views import RewardViews
 from icml25.review.services.rewards import Rewards
+from icml25.review.services.roles import Roles
 from icml25.review.services.submissions import Submissions
 from icml25.review.services.venues import Venues
 from icml25.review.services.workbench import Workbench
@@ -45,6 +48,7 @@ SERVICES: dict[str, type[Service]] = {
     "reviewing": Reviewing, "assignments": Assignments, "rewards": Rewards, "outbox": Outbox,
     "bidding": Bidding, "workbench": Workbench, "dashboards": Dashboards,
     "reward_views": RewardViews, "decisions": Decisions, "forms": ReviewForms,
+    "camera_ready": CameraReady, "roles": Roles,
 }
 
 
@@ -82,6 +86,8 @@ class ReviewService(UsesContext):
     forms: ReviewForms
     rewards: Rewards
     outbox: Outbox
+    camera_ready: CameraReady
+    roles: Roles
 
     def __init__(self, db: Session, settings: Settings, actor: m.User | None = None) -> None:
         self.ctx = Context(db, settings, actor)

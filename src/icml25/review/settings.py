@@ -45,6 +45,8 @@ class Settings(BaseSettings):
         "`review.sqlite3` in the review home (filled in by `from_env`)")
     upload_dir: Path = Field(default_factory=lambda data: Path(data["review_home"]) / "uploads",
                              description="where uploaded PDFs are stored")
+    max_supplementary_bytes: int = Field(50 * 1024 * 1024, ge=1024, description="largest "
+                                         "supplementary material (one zip per paper)")
     # ---- database pool and locks (per worker process)
     db_pool_size: int = Field(10, ge=1, description="connections kept open per worker")
     db_max_overflow: int = Field(10, ge=0, description="extra connections a worker may open "

@@ -60,6 +60,9 @@ class Bundle:
     bids: dict[int, int] = field(default_factory=dict)  # user id -> bid value
     # the added fields of each review-form version its reviews use (0, the fixed form: none)
     forms: dict[int, tuple[FormField, ...]] = field(default_factory=dict)
+    subreviewers: list[m.Subreviewer] = field(default_factory=list)  # from reviewing on
+    # the senior area chairs over the paper's area chair (loaded with the discussion posts)
+    senior_ac_ids: frozenset[int] = frozenset()
 
     @property
     def phase(self) -> Phase:
@@ -110,6 +113,8 @@ def review_view(viewer: Viewer, b: Bundle, review: m.Review) -> dict | None:
         if may(Action.VIEW_RATINGS, f):
             fb = b.feedback.get(review.id)
             out["feedback"] = _feedback_dict(fb) if fb else None
+        if may(Action.VIEW_ASSIGNMENTS, f):  # the paper's progress: rated or not, no numbers
+            out["rated"] = review.id in b.feedback
         return out | _answers(f, b, review) | {"rebuttal": reb.text if reb else None}
     if not may(Action.VIEW_REVIEW_STAGE1, f):
         return None
@@ -148,6 +153,8 @@ def _poster_label(b: Bundle, user_id: int) -> str:
         return a.pseudonym
     if a is not None and a.role == Role.AC:
         return "Area Chair"
+    if user_id in b.senior_ac_ids:
+        return "Senior Area Chair"
     return "Program Chair"
 
 
@@ -197,6 +204,46 @@ def submission_view(viewer: Viewer, b: Bundle) -> dict | None:
     if b.decision and may(Action.VIEW_DECISION, f):
         out["decision"] = b.decision.outcome
         out["decision_label"] = label_of(b.venue.decision_types, b.decision.outcome)
+    out |= _files_view(f, b)
+    if b.subreviewers:
+        out |= _subreviewers_view(viewer, f, b)
+    return out
+
+
+def _files_view(f: Facts, b: Bundle) -> dict:
+    """The camera-ready PDF and the supplementary zip, for those who may read the paper."""
+    s, out = b.submission, {}
+    if s.camera_path and may(Action.DOWNLOAD_PDF, f):
+        out["camera_ready"] = {"size": format_size(s.camera_size or 0), "sha256": s.camera_sha256,
+                               "uploaded_at": s.camera_at.isoformat(timespec="seconds")
+                               if s.camera_at else None}
+    if s.supp_path and may(Action.DOWNLOAD_SUPPLEMENTARY, f):
+        out["supplementary"] = {"size": format_size(s.supp_size or 0), "sha256": s.supp_sha256}
+    return out
+
+
+def _subreviewers_view(viewer: Viewer, f: Facts, b: Bundle) -> dict:
+    """Sub-reviewers: pseudonymous ("Sub-reviewer for Reviewer B") to the paper's staff, named
+    to program chairs and to the reviewer who invited them; a sub-reviewer learns whose review
+    they write."""
+    pseud = _pseudonyms(b)
+    rows = []
+    for x in b.subreviewers:
+        fx = facts_for(viewer, b, subreviewer=x)
+        if not may(Action.VIEW_SUBREVIEWER, fx):
+            continue
+        row = {"id": x.id, "for": pseud.get(x.inviter_id, ""),
+               "label": f"Sub-reviewer for {pseud.get(x.inviter_id, 'a former reviewer')}",
+               "active": x.inviter_id in pseud}
+        if may(Action.VIEW_SUBREVIEWER_IDENTITY, fx):
+            u = b.users.get(x.user_id)
+            row |= {"user_id": x.user_id, "name": u.name if u else "",
+                    "email": u.email if u else ""}
+        rows.append(row)
+    out: dict = {"subreviewers": rows} if rows else {}
+    if f.subreviewer:
+        out["subreviewer_for"] = sorted(pseud[x.inviter_id] for x in b.subreviewers
+                                        if x.user_id == viewer.user_id and x.inviter_id in pseud)
     return out
 
 
@@ -208,6 +255,10 @@ def _my_roles(f: Facts) -> list[str]:
         roles.append("reviewer")
     if f.is_assigned_ac:
         roles.append("area chair")
+    if f.senior_ac:
+        roles.append("senior area chair")
+    if f.subreviewer:
+        roles.append("sub-reviewer")
     if f.chair:
         roles.append("program chair")
     return roles
@@ -226,7 +277,7 @@ def listing_item(view: dict) -> dict:
             "reviewers": len(assigned), "submitted": len(reviews),
             "missing": max(0, len(assigned) - len(reviews)),
             "mean_score": round(sum(scores) / len(scores), 2) if scores else None,
-            "rated": sum(1 for r in reviews if r.get("feedback")),
+            "rated": sum(1 for r in reviews if r.get("rated")),
             "area_chair": next((a["name"] for a in view["assignments"]
                                 if a["role"] == Role.AC), None)}
     return item
@@ -250,6 +301,7 @@ def venue_view(viewer: Viewer, venue: m.Venue, *, authored: bool = False) -> dic
     f = facts_for(viewer, None, Phase(venue.phase), authored_in_venue=authored)
     if may(Action.VIEW_VENUE_DETAILS, f):
         out |= {"bidding_enabled": venue.bidding_enabled,
+                "camera_ready_deadline": venue.camera_ready_deadline or None,
                 "max_rebuttal_chars": venue.max_rebuttal_chars,
                 "reviews_per_paper": venue.reviews_per_paper, "timeline": timeline,
                 "max_pdf_size": format_size(venue.max_pdf_bytes)}

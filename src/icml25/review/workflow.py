@@ -53,12 +53,13 @@ class Role(StrEnum):
     """Venue roles. ``author`` is per submission, the others per venue."""
 
     CHAIR = "chair"
+    SAC = "sac"  # senior area chair: oversees some area chairs and their papers
     AC = "ac"
     REVIEWER = "reviewer"
     AUTHOR = "author"
 
 
-VENUE_ROLES = (Role.CHAIR, Role.AC, Role.REVIEWER)
+VENUE_ROLES = (Role.CHAIR, Role.SAC, Role.AC, Role.REVIEWER)
 
 
 def phase_index(phase: Phase | str) -> int:

@@ -9,6 +9,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from icml25.review import models as m
+from icml25.review.authority import Action, authorize
 from icml25.review.errors import LoginFailed, LoginThrottled, NotFound, ServiceError
 from icml25.review.security import (
     dummy_verify,
@@ -115,8 +116,10 @@ class Accounts(Service):
                 "email_verified": is_verified(u), "profile_public": bool(u.profile_public)}
 
     def set_profile_public(self, public: bool) -> None:
-        """Opt in to (or out of) a public reviewer profile."""
+        """Opt in to (or out of) a public reviewer profile (verified accounts: the authority's
+        ``PUBLISH_PROFILE``, so no unproven name goes public)."""
         user = self._require_login()
+        authorize(Action.PUBLISH_PROFILE, self.ctx.account_facts())
         user.profile_public = bool(public)
         self._audit(None, "profile.public", f"user:{user.id}", public=bool(public))
         self._commit()

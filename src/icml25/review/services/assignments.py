@@ -30,9 +30,13 @@ class Assignments(Service):
     """Matching."""
 
     def assign(self, sub_id: int, user_id: int, role: Role | str = Role.REVIEWER) -> m.Assignment:
-        """Assign a reviewer or area chair (chairs only; refuses conflicts)."""
+        """Assign a reviewer or area chair (chairs; reviewers also the paper's senior area
+        chair); refuses conflicts."""
         b = self.bundle(sub_id)
-        authorize(Action.ASSIGN, facts_for(self.viewer(b.venue), b))
+        facts = facts_for(self.viewer(b.venue), b)
+        authorize(Action.ASSIGN, facts)
+        if str(role) == Role.AC:
+            authorize(Action.ASSIGN_AREA_CHAIR, facts)
         a = self._assign(b, int(user_id), Role(role))
         self._commit()
         return a
@@ -65,12 +69,16 @@ class Assignments(Service):
         return a
 
     def unassign(self, sub_id: int, user_id: int) -> None:
-        """Remove an assignment whose review is not yet submitted (chairs only)."""
+        """Remove an assignment whose review is not yet submitted (chairs; reviewers also
+        the paper's senior area chair)."""
         b = self.bundle(sub_id)
-        authorize(Action.ASSIGN, facts_for(self.viewer(b.venue), b))
+        facts = facts_for(self.viewer(b.venue), b)
+        authorize(Action.ASSIGN, facts)
         a = b.assignment_of(int(user_id))
         if a is None:
             raise NotFound("no such assignment")
+        if a.role == Role.AC:
+            authorize(Action.ASSIGN_AREA_CHAIR, facts)
         r = next((r for r in b.reviews if r.reviewer_id == a.user_id), None)
         if r is not None and r.submitted:
             raise ServiceError("the review is already submitted")

@@ -8,6 +8,7 @@ build every read with :mod:`icml25.review.visibility`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import defaultdict
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import bindparam, select
@@ -146,9 +148,19 @@ class Context:
                 roles[venue_id].add(Role(role))
             return {v: frozenset(r) for v, r in roles.items()}
 
+        def load_oversees() -> dict[int, frozenset[int]]:
+            acs: dict[int, set[int]] = defaultdict(set)
+            for venue_id, ac in self.db.execute(_OVERSEES, {"uid": user.id}):
+                acs[venue_id].add(ac)
+            return {v: frozenset(a) for v, a in acs.items()}
+
+        roles = dict(self.cached_fact(("roles", user.id), load))
+        # only a senior area chair oversees anyone: others pay no query for it
+        oversees = (dict(self.cached_fact(("oversees", user.id), load_oversees))
+                    if any(Role.SAC in r for r in roles.values()) else {})
         # the account's own facts (admin, verified) come from the row loaded this request
         return Principal(user.id, is_admin=bool(user.is_admin), verified=is_verified(user),
-                         roles=dict(self.cached_fact(("roles", user.id), load)))
+                         roles=roles, oversees=oversees)
 
     def account_facts(self, phase: Phase = Phase.SUBMISSION) -> Facts:
         """Facts about the actor alone (no venue): logged in, verified, site admin."""
@@ -221,6 +233,16 @@ class Service(UsesContext):
         """Queue an e-mail in the outbox (sent by :meth:`Outbox.send_outbox`)."""
         self.db.add(m.Email(venue_id=venue_id, submission_id=submission_id, to_addr=to,
                             subject=subject, body=body))
+
+    def _store_upload(self, venue: m.Venue, stem: str, data: bytes, ext: str) -> tuple[str, str]:
+        """Write an upload checked by the caller under the venue's folder, named by its
+        content; returns (path, SHA-256)."""
+        digest = hashlib.sha256(data).hexdigest()
+        folder = Path(self.settings.upload_dir) / venue.slug
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{stem}-{digest[:16]}.{ext}"
+        path.write_bytes(data)
+        return str(path), digest
 
     def _commit(self) -> None:
         self.ctx.authored.clear()  # a write may change who authors what
@@ -297,6 +319,10 @@ class Service(UsesContext):
         uid = self.actor.id
         assigned = self.ctx.cached_fact(("assigned", uid), lambda: frozenset(
             self.db.scalars(_ASSIGNED, {"uid": uid})))
+        overseen = self.viewer(venue).oversees
+        if overseen:  # a senior area chair: the papers of the area chairs they oversee
+            assigned = assigned | self.ctx.cached_fact(("overseen", uid, venue.id), lambda: (
+                frozenset(self.db.scalars(_OF_ACS, {"acs": sorted(overseen)}))))
         return self.read_bundles(venue, self.authored_ids(venue) | assigned)
 
     # ------------------------------------------------------------------ loading, read only
@@ -431,18 +457,26 @@ def load_bundles(db: Session, venue: m.Venue, rows,  # noqa: ANN001
     fresh = [i for i in ids if i not in earlier]
 
     authors, assignments, posts = defaultdict(list), defaultdict(list), defaultdict(list)
+    subreviewers = defaultdict(list)
     known_users: dict[int, m.User] = {}
     for i, b in earlier.items():
         authors[i], assignments[i] = b.authors, b.assignments
+        subreviewers[i] = b.subreviewers
         known_users.update(b.users)
     if fresh:
         for (a,) in run(q["authors"], {"ids": fresh}):
             authors[a.submission_id].append(a)
         for (a,) in run(q["assignments"], {"ids": fresh}):
             assignments[a.submission_id].append(a)
+        if at_least(venue.phase, Phase.REVIEWING):  # none is invited before
+            for (x,) in run(q["subreviewers"], {"ids": fresh}):
+                subreviewers[x.submission_id].append(x)
+    sacs: dict[int, set[int]] = defaultdict(set)  # area chair -> their senior area chairs
     if at_least(venue.phase, Phase.DISCUSSION):  # no post exists before
         for (p,) in run(q["posts"], {"ids": ids}):
             posts[p.submission_id].append(p)
+        for sac, ac in run(q["sacs"], {"vid": venue.id}):
+            sacs[ac].add(sac)
     conflicts, bids = defaultdict(set), defaultdict(dict)
     for sid, uid in run(q["conflicts"], {"ids": ids}):
         conflicts[sid].add(uid)
@@ -458,7 +492,8 @@ def load_bundles(db: Session, venue: m.Venue, rows,  # noqa: ANN001
     uids = ({a.user_id for v in assignments.values() for a in v}
             | {u for v in conflicts.values() for u in v}
             | {p.user_id for v in posts.values() for p in v}
-            | {u for v in bids.values() for u in v})
+            | {u for v in bids.values() for u in v}
+            | {x.user_id for v in subreviewers.values() for x in v})
     users = {u: known_users[u] for u in uids if u in known_users}
     if unknown := uids - users.keys():
         users.update((u.id, u) for (u,) in run(q["users"], {"ids": list(unknown)}))
@@ -473,7 +508,9 @@ def load_bundles(db: Session, venue: m.Venue, rows,  # noqa: ANN001
             feedback={r.id: fb[r.id] for r in sub_reviews if r.id in fb},
             rebuttals={r.id: reb[r.id] for r in sub_reviews if r.id in reb},
             posts=posts[s.id], meta_review=metas.get(s.id), decision=decisions.get(s.id),
-            users=users, bids=bids[s.id],
+            users=users, bids=bids[s.id], subreviewers=subreviewers[s.id],
+            senior_ac_ids=frozenset().union(*(sacs[a.user_id] for a in assignments[s.id]
+                                              if a.role == Role.AC)),
             forms={r.form_version: forms[r.form_version] for r in sub_reviews
                    if r.form_version in forms}))
     return out
@@ -514,6 +551,10 @@ _BUNDLE_QUERIES = {
     "users": select(m.User).where(m.User.id.in_(_IDS)),
     "forms": select(m.ReviewFormVersion.version, m.ReviewFormVersion.fields).where(
         m.ReviewFormVersion.venue_id == bindparam("vid"), m.ReviewFormVersion.version.in_(_IDS)),
+    "sacs": select(m.SeniorAreaChair.sac_id, m.SeniorAreaChair.ac_id).where(
+        m.SeniorAreaChair.venue_id == bindparam("vid")),
+    "subreviewers": select(m.Subreviewer).where(m.Subreviewer.submission_id.in_(_IDS))
+    .order_by(m.Subreviewer.id),
 }
 
 # the view cache's read paths: versions (with the epoch) read before any row they label
@@ -535,4 +576,11 @@ _AUTHORED = select(m.Submission.id).where(
 ).union(select(m.SubmissionAuthor.submission_id).join(
     m.Submission, m.Submission.id == m.SubmissionAuthor.submission_id).where(
     m.Submission.venue_id == bindparam("vid"), m.SubmissionAuthor.user_id == bindparam("uid")))
-_ASSIGNED = select(m.Assignment.submission_id).where(m.Assignment.user_id == bindparam("uid"))
+# the submissions one is assigned to, or invited to as a sub-reviewer
+_ASSIGNED = select(m.Assignment.submission_id).where(
+    m.Assignment.user_id == bindparam("uid")).union(
+    select(m.Subreviewer.submission_id).where(m.Subreviewer.user_id == bindparam("uid")))
+_OVERSEES = select(m.SeniorAreaChair.venue_id, m.SeniorAreaChair.ac_id).where(
+    m.SeniorAreaChair.sac_id == bindparam("uid"))
+_OF_ACS = select(m.Assignment.submission_id).where(
+    m.Assignment.role == Role.AC.value, m.Assignment.user_id.in_(bindparam("acs", expanding=True)))

@@ -3,7 +3,6 @@ conflicts, and the submission page."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import asdict
 from pathlib import Path
@@ -88,12 +87,8 @@ class Submissions(Service):
 
     def _store_pdf(self, venue: m.Venue, sub: m.Submission, data: bytes) -> None:
         check_pdf(data, venue.max_pdf_bytes)
-        digest = hashlib.sha256(data).hexdigest()
-        folder = Path(self.settings.upload_dir) / venue.slug
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{sub.number}-{digest[:16]}.pdf"
-        path.write_bytes(data)
-        sub.pdf_path, sub.pdf_sha256, sub.pdf_size = str(path), digest, len(data)
+        path, digest = self._store_upload(venue, str(sub.number), data, "pdf")
+        sub.pdf_path, sub.pdf_sha256, sub.pdf_size = path, digest, len(data)
 
     def update_submission(self, sub_id: int, *, title: str | None = None,
                           abstract: str | None = None, keywords: str | None = None,
@@ -134,28 +129,26 @@ class Submissions(Service):
 
     def recompute_conflicts(self, sub: m.Submission) -> None:
         """Automatic conflicts: authors themselves, shared institution domains, declared ones."""
-        authors = self.db.scalars(select(m.SubmissionAuthor).where(
-            m.SubmissionAuthor.submission_id == sub.id)).all()
-        author_emails = {a.email for a in authors}
-        domains = {domain(e) for e in author_emails} - PUBLIC_DOMAINS
-        declared = {t.strip().lower() for t in re.split(r"[,;\s]+", sub.declared_conflicts or "")
-                    if t.strip()}
+        author_emails, domains, declared = self.conflict_sources(sub)
         members = self.db.execute(select(m.User).join(
             m.Membership, m.Membership.user_id == m.User.id).where(
             m.Membership.venue_id == sub.venue_id).distinct()).scalars().all()
         self.db.execute(delete(m.Conflict).where(m.Conflict.submission_id == sub.id))
         for u in members:
-            d = domain(u.email)
-            reason = None
-            if u.email in author_emails or u.id == sub.submitter_id:
-                reason = "author"
-            elif u.email in declared:
-                reason = "declared by authors"
-            elif d in domains or ("@" + d) in declared:
-                reason = f"institution domain {d}"
+            reason = conflict_reason(u, sub, author_emails, domains, declared)
             if reason:
                 self.db.add(m.Conflict(submission_id=sub.id, user_id=u.id, reason=reason))
         self.db.flush()
+
+    def conflict_sources(self, sub: m.Submission) -> tuple[set[str], set[str], set[str]]:
+        """What conflicts are computed from: the authors' addresses, their institutions'
+        domains (public mail domains excluded) and the addresses or domains declared."""
+        emails = set(self.db.scalars(select(m.SubmissionAuthor.email).where(
+            m.SubmissionAuthor.submission_id == sub.id)))
+        domains = {domain(e) for e in emails} - PUBLIC_DOMAINS
+        declared = {t.strip().lower() for t in re.split(r"[,;\s]+", sub.declared_conflicts or "")
+                    if t.strip()}
+        return emails, domains, declared
 
     def submission_page(self, sub_id: int) -> dict:
         """The actor's view of one submission, plus the actions open to them."""
@@ -166,7 +159,8 @@ class Submissions(Service):
             raise NotAllowed("you have no access to this submission")
         view["venue_view"] = venue_view(viewer, b.venue,
                                         authored=viewer.user_id in b.author_user_ids())
-        view["can"] = self._open_actions(viewer, b)
+        view["can"] = (self._open_actions(viewer, b) | self.svc.roles.role_actions(viewer, b)
+                       | self.svc.camera_ready.file_actions(viewer, b))
         return view
 
     def _open_actions(self, viewer: Viewer, b: Bundle) -> dict:
@@ -205,3 +199,16 @@ class Submissions(Service):
             if v is not None:
                 out.append(listing_item(v))
         return out
+
+
+def conflict_reason(u: m.User, sub: m.Submission, author_emails: set[str], domains: set[str],
+                    declared: set[str]) -> str | None:
+    """Why account ``u`` is conflicted with ``sub`` (None: it is not)."""
+    d = domain(u.email)
+    if u.email in author_emails or u.id == sub.submitter_id:
+        return "author"
+    if u.email in declared:
+        return "declared by authors"
+    if d in domains or ("@" + d) in declared:
+        return f"institution domain {d}"
+    return None

@@ -79,8 +79,9 @@ class Venues(Service):
     def add_member(self, venue: m.Venue, email: str, role: Role | str) -> m.Membership:
         """Give an existing account a venue role (chairs only); conflicts are recomputed."""
         authorize(Action.MANAGE_MEMBERS, facts_for(self.viewer(venue), None, Phase(venue.phase)))
-        if str(role) not in (Role.CHAIR, Role.AC, Role.REVIEWER):
-            raise ServiceError("roles are chair, ac or reviewer (authors join by submitting)")
+        if str(role) not in (Role.CHAIR, Role.SAC, Role.AC, Role.REVIEWER):
+            raise ServiceError("roles are chair, sac, ac or reviewer (authors join by "
+                               "submitting)")
         role = Role(role)
         user = self.db.scalar(select(m.User).where(m.User.email == (email or "").strip().lower()))
         if user is None:

@@ -383,4 +383,7 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
         public()
         return p.verify_credential(body)
 
+    from icml25.review.web.role_api import add_role_routes  # issue 29, points 6 and 7
+
+    add_role_routes(app)
     return app

@@ -23,6 +23,7 @@ from icml25.review.service import ReviewService
 from icml25.review.web.api import api
 from icml25.review.web.deps import TEMPLATES, CsrfError
 from icml25.review.web.pages import pages
+from icml25.review.web.role_pages import role_pages
 from icml25.review.web.tool_pages import tool_pages
 
 log = logging.getLogger("icml25.review")
@@ -51,6 +52,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.mount("/api/v1", api_app)
     app.include_router(pages())
     app.include_router(tool_pages())  # issue 29's chair, reviewer and author tools
+    app.include_router(role_pages())  # issue 29's camera-ready, senior ACs, sub-reviewers
     _handlers(app, html=True)
     _handlers(api_app, html=False)
     from icml25.review.admission import install  # bounded concurrency, fast 503 (issue 22)

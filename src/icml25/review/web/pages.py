@@ -224,10 +224,7 @@ def pages() -> APIRouter:
     @r.get("/s/{sid}", response_class=HTMLResponse)
     def submission(c: C, sid: int) -> Response:
         page = c.svc.submission_page(sid)
-        members = []
-        if page["can"]["assign"]:
-            members = [mm for mm in c.svc.members(c.svc.venue(page["venue"]))
-                       if mm["role"] in ("reviewer", "ac")]
+        members = c.svc.assignable_people(sid) if page["can"]["assign"] else []
         return render(c, "submission.html", s=page, members=members)
 
     @r.post("/s/{sid}/edit")

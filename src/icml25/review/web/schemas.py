@@ -42,7 +42,7 @@ class VenueForm(_Form):
 
 class MemberForm(_Form):
     email: str
-    role: Literal["chair", "ac", "reviewer"]
+    role: Literal["chair", "sac", "ac", "reviewer"]
 
 
 class AssignForm(_Form):
@@ -178,7 +178,7 @@ class SubmissionEdit(BaseModel):
 
 class MemberIn(BaseModel):
     email: str
-    role: Literal["chair", "ac", "reviewer"]
+    role: Literal["chair", "sac", "ac", "reviewer"]
 
 
 class ReviewIn(BaseModel):
@@ -385,3 +385,57 @@ class VerifyOut(BaseModel):
     model_config = ConfigDict(extra="allow")
     valid: bool
     reason: str | None = None
+
+
+# ---------------------------------------------------------------------- issue 29, points 6 and 7
+class DeadlineForm(_Form):
+    deadline: str = Field(default="", max_length=40)
+
+
+class SeniorAcForm(_Form):
+    user_id: int  # the area chair
+    sac_id: str = Field(default="", pattern=r"^\d*$")  # empty: under nobody
+
+
+class InviteForm(_Form):
+    email: str = Field(max_length=254)
+
+
+class DeadlineIn(BaseModel):
+    deadline: str = Field(default="", max_length=40, description="YYYY-MM-DD (end of that day, "
+                          "UTC) or an ISO time; empty: no deadline")
+
+
+class SeniorAcIn(BaseModel):
+    sac_id: int | None = Field(default=None,
+                               description="the senior area chair's user id; null: none")
+
+
+class InviteIn(BaseModel):
+    email: str = Field(max_length=254)
+
+
+class UploadOut(BaseModel):
+    sha256: str
+    size: str
+    files: int | None = None  # files in a zip
+
+
+class SubreviewerOut(BaseModel):
+    id: int
+    user_id: int
+
+
+class SubreviewerRow(BaseModel):
+    id: int
+    label: str  # "Sub-reviewer for Reviewer B"
+    active: bool
+    name: str | None = None  # program chairs and the inviter only
+    email: str | None = None
+
+
+class SeniorAcRow(BaseModel):
+    user_id: int | None
+    name: str
+    email: str
+    area_chairs: list[dict[str, Any]]
