@@ -63,6 +63,7 @@ def _answers(tag: str) -> dict:
     ({"key": "a", "label": "x", "kind": "choice", "options": ["y", "y"]}, "distinct"),
     ({"key": "a", "label": "x", "kind": "text", "options": ["y", "z"]}, "no options"),
     ({"key": "a", "label": "x", "kind": "text", "required": "yes"}, "true or false"),
+    ({"key": "a", "label": "x", "kind": "choice", "options": "y | z"}, "a list"),
     ({"key": "a", "label": "x", "kind": "score", "options": ["p", "q"], "low": 99}, "-10"),
 ])
 def test_a_field_definition_is_checked_in_one_place(row, why):
@@ -93,6 +94,8 @@ def test_answers_fit_their_form():
             clean_answers(fields, bad, submit=False)
     with pytest.raises(FormError, match="Ethics concerns is required"):
         clean_answers(fields, {"novelty": 1}, submit=True)
+    # 0 is a value of novelty's scale (0..2), not a missing answer
+    assert clean_answers(fields, {"novelty": 0, "ethics": "e"}, submit=True)["novelty"] == 0
     draft = clean_answers(fields, {"novelty": 1}, submit=False)  # a draft may be partial
     assert draft["ethics"] == "" and draft["novelty"] == 1 and draft["code_ok"] is False
 

@@ -147,7 +147,8 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
                                   keywords="peer review, feedback", authors=authors,
                                   pdf=minimal_pdf(f"paper {p + 1}")))
 
-    cast_place = {u.id: i + 1 for i, u in enumerate(revs)}  # as in text("reviewer_name", i=)
+    # as in text("reviewer_name", i=); 0 for a reviewer from outside the cast
+    cast_place = {u.id: i + 1 for i, u in enumerate(revs)}
 
     def step(phase: Phase) -> None:
         if phase is Phase.BIDDING:
@@ -169,7 +170,7 @@ def populate_venue(db: Session, settings: Settings, slug: str, upto: Phase, *,
                         s.id, summary=text("summary", **ctx), strengths=text("strengths", **ctx),
                         questions=text("questions", **ctx), weaknesses=text("weaknesses", **ctx),
                         score=3 + (s.number + ord(a.pseudonym[-1])) % 5, confidence=3,
-                        answers=demo_answers(form, text, **ctx, i=cast_place[a.user_id]))
+                        answers=demo_answers(form, text, **ctx, i=cast_place.get(a.user_id, 0)))
         elif phase is Phase.FEEDBACK:
             # paper 1: every review rated (stage 2 released); later papers: one review rated
             rank = {u.id: i for i, u in enumerate(revs)}

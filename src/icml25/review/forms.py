@@ -138,7 +138,10 @@ def _clean_field(row: Mapping[str, object], i: int) -> FormField:
     help_text = str(row.get("help") or "").strip()
     if len(help_text) > 500:
         raise FormError(f"{where}: the help text is at most 500 characters")
-    options = tuple(str(o).strip() for o in (row.get("options") or ()))  # type: ignore[union-attr]
+    raw_options = row.get("options") or ()
+    if isinstance(raw_options, str | bytes):
+        raise FormError(f"{where}: options are a list")
+    options = tuple(str(o).strip() for o in raw_options)  # type: ignore[union-attr]
     low = row.get("low", 1)
     if not isinstance(low, int) or isinstance(low, bool) or not -10 <= low <= 10:
         raise FormError(f"{where}: the scale starts at a whole number from -10 to 10")
@@ -182,7 +185,7 @@ def clean_answers(fields: Iterable[FormField], raw: Mapping[str, object], *,
     out: dict[str, object] = {}
     for f in fields:
         value = _clean_answer(f, raw.get(f.key))
-        if submit and f.required and value in (None, "", False):
+        if submit and f.required and (value is None or value == "" or value is False):
             raise FormError(f"{f.label} is required")
         out[f.key] = value
     return out

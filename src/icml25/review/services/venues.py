@@ -275,6 +275,13 @@ class Venues(Service):
         return render_mail(venue.decision_mail, number=sub.number, title=sub.title,
                            venue=venue.name, decision=label_of(venue.decision_types, outcome))
 
+    def venue_card(self, venue: m.Venue) -> dict:
+        """The venue's card as the actor may see it (name, phase, and for members and authors
+        its timeline and settings): what the tool pages show above their table, without the
+        submission list :meth:`venue_page` builds."""
+        self._require_login()
+        return venue_view(self.viewer(venue), venue, authored=bool(self.authored_ids(venue)))
+
     def venue_page(self, venue: m.Venue) -> dict:
         """The venue as the actor may see it: its public card for anyone logged in; timeline
         and the submissions they may see for members and authors; admin facts for chairs."""
@@ -298,7 +305,7 @@ class Venues(Service):
         """Individual ratings (program chairs only)."""
         viewer = self.viewer(venue)
         authorize(Action.VIEW_ADMIN, facts_for(viewer, None, Phase(venue.phase)))
-        return ratings_table(viewer, self.bundles(venue))
+        return ratings_table(viewer, self.read_bundles(venue))
 
     def admin_page(self, venue: m.Venue, *, outbox_page: int = 1, audit_page: int = 1,
                    per_page: int = ADMIN_PAGE_SIZE) -> dict:
@@ -307,7 +314,7 @@ class Venues(Service):
         viewer = self.viewer(venue)
         authorize(Action.VIEW_ADMIN, facts_for(viewer, None, Phase(venue.phase)))
         # the outbox and audit log of a paper are chair notes: a conflicted chair sees none
-        hidden = [b.submission.id for b in self.bundles(venue)
+        hidden = [b.submission.id for b in self.read_bundles(venue)
                   if not may(Action.VIEW_CHAIR_NOTES, facts_for(viewer, b))]
         mails = (m.Email.venue_id == venue.id) & (
             m.Email.submission_id.is_(None) | m.Email.submission_id.not_in(hidden))

@@ -152,7 +152,7 @@ def pages() -> APIRouter:
         v = c.svc.venue(slug)
         return render(c, "admin.html", a=c.svc.admin_page(v, outbox_page=outbox_page,
                                                          audit_page=audit_page),
-                      v=c.svc.venue_page(v), decision_types=c.svc.decision_types(v),
+                      v=c.svc.venue_card(v), decision_types=c.svc.decision_types(v),
                       decision_mail=c.svc.decision_mail(v))
 
     @r.post("/v/{slug}/members")
@@ -177,7 +177,7 @@ def pages() -> APIRouter:
                   sort: str = "affinity") -> Response:
         v = c.svc.venue(slug)
         table = c.svc.bidding_table(v, query=q, only_unbid=bool(unbid), sort=sort)
-        return render(c, "bids.html", v=c.svc.venue_page(v), t=table, q=q,
+        return render(c, "bids.html", v=c.svc.venue_card(v), t=table, q=q,
                       unbid=bool(unbid), has_papers=c.svc.has_reviewer_papers())
 
     @r.post("/v/{slug}/bids")
@@ -198,7 +198,7 @@ def pages() -> APIRouter:
     @r.get("/v/{slug}/assignment", response_class=HTMLResponse)
     def assignment_page(c: C, slug: str) -> Response:
         v = c.svc.venue(slug)
-        return render(c, "assignment.html", v=c.svc.venue_page(v), form=ProposalForm(),
+        return render(c, "assignment.html", v=c.svc.venue_card(v), form=ProposalForm(),
                       wb=c.svc.assignment_workbench(v), proposal=None)
 
     @r.post("/v/{slug}/assignment", response_class=HTMLResponse)
@@ -206,7 +206,7 @@ def pages() -> APIRouter:
         v = c.svc.venue(slug)
         proposal = c.svc.preview_assignment(v, objective=f.objective, affinity=f.affinity,
                                             bid_weight=f.bid_weight, top_k=f.top_k)
-        return render(c, "assignment.html", v=c.svc.venue_page(v), form=f,
+        return render(c, "assignment.html", v=c.svc.venue_card(v), form=f,
                       wb=c.svc.assignment_workbench(v), proposal=proposal)
 
     @r.post("/v/{slug}/assignment/commit")

@@ -53,7 +53,7 @@ def role_pages() -> APIRouter:
     @r.get("/v/{slug}/roles", response_class=HTMLResponse)
     def roles_page(c: C, slug: str) -> Response:
         v = c.svc.venue(slug)
-        return render(c, "roles.html", v=c.svc.venue_page(v), sacs=c.svc.senior_acs(v))
+        return render(c, "roles.html", v=c.svc.venue_card(v), sacs=c.svc.senior_acs(v))
 
     @r.post("/v/{slug}/senior-acs")
     def set_senior_ac(c: C, slug: str, f: Annotated[SeniorAcForm, Form()]) -> Response:

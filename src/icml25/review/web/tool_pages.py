@@ -46,7 +46,7 @@ def tool_pages() -> APIRouter:
                           desc: bool = False) -> Response:
         v = c.svc.venue(slug)
         table = c.svc.submissions_table(v, query=q, sort=sort, descending=desc)
-        return render(c, "submissions_table.html", v=c.svc.venue_page(v), t=table)
+        return render(c, "submissions_table.html", v=c.svc.venue_card(v), t=table)
 
     @r.get("/v/{slug}/submissions.csv")
     def submissions_csv(c: C, slug: str, q: str = "", sort: str = "number",
