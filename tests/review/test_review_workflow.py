@@ -217,8 +217,8 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
     if action is Action.VIEW_REVIEW_FIELD:
         return expected(persona, Action.VIEW_REVIEW, phase) or \
             expected(persona, Action.VIEW_REVIEW_STAGE1, phase)
-    if action is Action.VIEW_REVIEW_FORM:
-        return persona not in ("author", "outsider", "site_admin")
+    if action is Action.VIEW_REVIEW_FORM:  # the committee (a sub-reviewer is not on it)
+        return persona not in ("author", "outsider", "site_admin", "subreviewer")
     if action is Action.MANAGE_REVIEW_FORM:
         return persona in ("chair", "chair_conflicted") and i < CHAIN.index(P.FEEDBACK)
     # issue 29, points 6 and 7

@@ -414,6 +414,9 @@ class ReviewFormVersion(Base):
     version: Mapped[int] = mapped_column(Integer)
     fields: Mapped[str] = mapped_column(Text)
     created_by: Mapped[int | None] = _fk("users.id", nullable=True, ondelete="SET NULL")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 # ---------------------------------------------------------------- revision 0010: roles
 class SeniorAreaChair(Base):
     """A senior area chair's oversight of one area chair in a venue (one SAC per AC)."""
