@@ -275,3 +275,31 @@ def test_roles_through_the_api(client, db, settings, venue):
     rows = client.get(f"/api/v1/submissions/{s1.id}/subreviewers", headers=h(CAST.chair)).json()
     assert rows[0]["email"] == SUB
     assert client.get(f"/api/v1/submissions/{s2.id}", headers=h(SUB)).status_code == 403
+
+
+def test_a_subreviewer_fills_the_venues_review_form_too(db, settings, venue):
+    """The sub-reviewer writes with the inviter's form version and its added fields: a required
+    field is asked for, and the answers are stored on the inviter's review."""
+    s1 = _subs(db, venue)[0]
+    chair = service_as(db, settings, CAST.chair)
+    chair.save_review_form(venue, [{"key": "novelty", "label": "Novelty", "kind": "score",
+                                    "stage": 1, "required": True,
+                                    "options": ["none", "some", "a lot"], "low": 0}])
+    b = base_bundle(db, settings, s1.id)
+    inviter_id = next(a.user_id for a in b.assignments if a.role == "reviewer")
+    # the inviter's review is still a draft, so it is written with the newest form
+    for r in db.scalars(select(m.Review).where(m.Review.submission_id == s1.id,
+                                               m.Review.reviewer_id == inviter_id)):
+        r.submitted = False
+    db.commit()
+    service_as(db, settings, db.get(m.User, inviter_id).email).invite_subreviewer(s1.id, SUB)
+    sub = service_as(db, settings, SUB)
+    form = sub.submission_page(s1.id)["can"]["review_form"]
+    assert form["version"] == 1 and [f["key"] for f in form["fields"]] == ["novelty"]
+    core = dict(summary="S", strengths="St", questions="Q", weaknesses="W", score=6,
+                confidence=3)
+    with pytest.raises(ServiceError):  # the required added field is missing
+        sub.save_delegated_review(s1.id, **core)
+    r = sub.save_delegated_review(s1.id, **core, answers={"novelty": 2})
+    assert r.reviewer_id == inviter_id and r.form_version == 1
+    assert sub.submission_page(s1.id)["can"]["delegated_review"]["answers"] == {"novelty": 2}

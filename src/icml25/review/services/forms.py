@@ -15,12 +15,23 @@ from icml25.review.forms import (
     DEFAULT_VERSION,
     FormError,
     FormField,
+    answers_of,
     clean_fields,
     from_json,
     to_json,
 )
 from icml25.review.services.base import Service
 from icml25.review.workflow import Phase
+
+
+def review_draft(review: m.Review | None) -> dict | None:
+    """A review as its writer edits it (the reviewer, or their sub-reviewer): every field,
+    the added fields' answers and the form version it was written with."""
+    if review is None:
+        return None
+    return {k: getattr(review, k) for k in (
+        "summary", "strengths", "questions", "weaknesses", "score", "confidence",
+        "submitted", "form_version")} | {"answers": answers_of(review.answers)}
 
 
 class ReviewForms(Service):
@@ -71,6 +82,13 @@ class ReviewForms(Service):
         if review is not None and review.submitted:
             return review.form_version
         return self.current_form_version(venue)
+
+    def form_to_write(self, venue: m.Venue, review: m.Review | None) -> dict:
+        """What the review's writer fills in: the form version and its added fields."""
+        version = self.version_to_write(venue, review)
+        return {"version": version, "fields": [
+            f.as_dict() | {"audience_label": AUDIENCE_LABELS[f.audience]}
+            for f in self.form_fields(venue, version)]}
 
     def form_fields(self, venue: m.Venue, version: int) -> tuple[FormField, ...]:
         """The added fields of one version of the venue's form."""

@@ -27,6 +27,7 @@ from icml25.review import models as m
 from icml25.review.authority import Action, Viewer, authorize, facts_for
 from icml25.review.errors import NotFound, ServiceError
 from icml25.review.services.base import Service, is_verified
+from icml25.review.services.forms import review_draft
 from icml25.review.services.submissions import conflict_reason
 from icml25.review.visibility import Bundle, can, listing_item, submission_view
 from icml25.review.workflow import Phase, Role
@@ -191,7 +192,6 @@ class Roles(Service):
         if out["write_delegated_review"]:
             inviters = {x.inviter_id for x in b.subreviewers if x.user_id == viewer.user_id}
             review = next((r for r in b.reviews if r.reviewer_id in inviters), None)
-            out["delegated_review"] = ({k: getattr(review, k) for k in (
-                "summary", "strengths", "questions", "weaknesses", "score", "confidence",
-                "submitted")} if review else None)
+            out["delegated_review"] = review_draft(review)
+            out["review_form"] = self.svc.forms.form_to_write(b.venue, review)
         return out

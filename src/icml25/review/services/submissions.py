@@ -13,9 +13,9 @@ from icml25.review import models as m
 from icml25.review.authority import Action, Viewer, authorize, facts_for
 from icml25.review.decisions import types_of
 from icml25.review.errors import NotAllowed, NotFound, ServiceError
-from icml25.review.forms import AUDIENCE_LABELS, answers_of
 from icml25.review.security import check_pdf
 from icml25.review.services.base import EMAIL_RE, PUBLIC_DOMAINS, Service, clean_text, domain
+from icml25.review.services.forms import review_draft
 from icml25.review.visibility import Bundle, can, listing_item, submission_view, venue_view
 from icml25.review.workflow import Phase
 
@@ -175,15 +175,8 @@ class Submissions(Service):
                               if can(viewer, Action.WRITE_REBUTTAL, b, review=r)]
         own = next((r for r in b.reviews if r.reviewer_id == viewer.user_id), None)
         if can_do["write_review"]:
-            can_do["my_review"] = ({k: getattr(own, k) for k in (
-                "summary", "strengths", "questions", "weaknesses", "score", "confidence",
-                "submitted", "form_version")} | {"answers": answers_of(own.answers)}
-                if own else None)
-            forms = self.svc.forms
-            version = forms.version_to_write(b.venue, own)
-            can_do["review_form"] = {"version": version, "fields": [
-                f.as_dict() | {"audience_label": AUDIENCE_LABELS[f.audience]}
-                for f in forms.form_fields(b.venue, version)]}
+            can_do["my_review"] = review_draft(own)
+            can_do["review_form"] = self.svc.forms.form_to_write(b.venue, own)
         if can_do["decide"]:
             can_do["decision_types"] = [asdict(t) for t in types_of(b.venue.decision_types)]
         if can_do["bid"]:

@@ -122,6 +122,13 @@ def _unflash(value: str | None) -> str | None:
         return None
 
 
+async def form_answers(request: Request) -> dict[str, str]:
+    """The answers to a review form's added fields, posted as ``answer_<key>`` (an unticked
+    box is absent)."""
+    return {k[len("answer_"):]: str(v) for k, v in (await request.form()).items()
+            if k.startswith("answer_")}
+
+
 def back(url: str, msg: str) -> RedirectResponse:
     """Redirect after a POST, carrying a one-shot status message."""
     resp = RedirectResponse(url, status_code=303)

@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from icml25.review.authority import Action, public
 from icml25.review.errors import LoginFailed, LoginThrottled, ServiceError, UploadError
-from icml25.review.web.deps import ANON_CSRF_COOKIE, SESSION_COOKIE, C, back, render
+from icml25.review.web.deps import ANON_CSRF_COOKIE, SESSION_COOKIE, C, back, form_answers, render
 from icml25.review.web.schemas import (
     AdvanceForm,
     AssignForm,
@@ -265,9 +265,7 @@ def pages() -> APIRouter:
 
     @r.post("/s/{sid}/review")
     async def review(c: C, sid: int, f: Annotated[ReviewForm, Form()]) -> Response:
-        # the answers to the form's added fields: "answer_<key>" (an unticked box is absent)
-        answers = {k[len("answer_"):]: str(v) for k, v in (await c.request.form()).items()
-                   if k.startswith("answer_")}
+        answers = await form_answers(c.request)
         await run_in_threadpool(lambda: c.svc.save_review(
             sid, summary=f.summary, strengths=f.strengths, questions=f.questions,
             weaknesses=f.weaknesses, score=f.score, confidence=f.confidence,

@@ -11,7 +11,7 @@ from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from icml25.review.web.deps import C, back, render
+from icml25.review.web.deps import C, back, form_answers, render
 from icml25.review.web.schemas import DeadlineForm, InviteForm, ReviewForm, SeniorAcForm
 
 
@@ -80,11 +80,12 @@ def role_pages() -> APIRouter:
         return back(f"/s/{sid}", "Sub-reviewer revoked.")
 
     @r.post("/s/{sid}/subreview")
-    def subreview(c: C, sid: int, f: Annotated[ReviewForm, Form()]) -> Response:
-        c.svc.save_delegated_review(sid, summary=f.summary, strengths=f.strengths,
-                                    questions=f.questions, weaknesses=f.weaknesses,
-                                    score=f.score, confidence=f.confidence,
-                                    submit=f.action != "draft")
+    async def subreview(c: C, sid: int, f: Annotated[ReviewForm, Form()]) -> Response:
+        answers = await form_answers(c.request)
+        await run_in_threadpool(lambda: c.svc.save_delegated_review(
+            sid, summary=f.summary, strengths=f.strengths, questions=f.questions,
+            weaknesses=f.weaknesses, score=f.score, confidence=f.confidence,
+            submit=f.action != "draft", answers=answers))
         return back(f"/s/{sid}", "Review saved (for the reviewer who invited you).")
 
     return r
