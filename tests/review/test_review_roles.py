@@ -159,6 +159,9 @@ def test_a_subreviewer_writes_the_inviters_review_and_sees_that_paper_only(db, s
     with pytest.raises(ServiceError, match="already have a sub-reviewer"):
         inviter.invite_subreviewer(s1.id, SAC)
     sub = service_as(db, settings, SUB)
+    [home] = [v for v in sub.dashboard() if v["slug"] == "roles"]  # their home page
+    assert home["todo"] == ["Write the review of submission #1 (as a sub-reviewer)"]
+    assert home["timeline"] == {}  # the venue's card only: not a member
     page = sub.submission_page(s1.id)
     assert page["my_roles"] == ["sub-reviewer"]
     assert page["subreviewer_for"] == [rev_assignment.pseudonym]
