@@ -35,6 +35,7 @@ import random
 import re
 import sys
 import tempfile
+import threading
 import time
 import uuid
 import zipfile
@@ -59,6 +60,11 @@ from icml25.review.security import minimal_pdf  # noqa: E402
 from icml25.review.service import ReviewService  # noqa: E402
 from icml25.review.workflow import Phase, Role  # noqa: E402
 from review_load import PG_ADMIN, cpu_seconds, kill_server, start_server  # noqa: E402
+
+try:  # how evenly the workers share the clients (review_load.py from commit c827f19 on)
+    from review_load import connections_per_worker
+except ImportError:  # pragma: no cover - an older review_load.py
+    connections_per_worker = None
 
 SAC, SUB = "sac@sac-inst.example", "sub@sub-lab.example"
 # users per role out of every 10
@@ -260,8 +266,13 @@ def main() -> None:
             users = login_all(plan, args.users)
             server, port = start_server(url, Path(tmp), args.workers, args.server_log)
             cpu0 = cpu_seconds(server.pid, None if args.sqlite else name)
+            spread: list[int] = []
+            timer = threading.Timer(min(5.0, args.seconds / 2), lambda: spread.extend(
+                connections_per_worker(server.pid, port) if connections_per_worker else []))
+            timer.start()
             lat, errors = asyncio.run(drive(port, plan, users, args.seconds, args.think,
                                             args.propose))
+            timer.cancel()
             cpu1 = cpu_seconds(server.pid, None if args.sqlite else name)
             kill_server(server)
             server = None
@@ -281,6 +292,8 @@ def main() -> None:
         ms = np.array(xs) * 1000
         print(f"  {kind:52s} n={len(ms):5d}  p50 {np.percentile(ms, 50):6.1f}  "
               f"p95 {np.percentile(ms, 95):6.1f}  p99 {np.percentile(ms, 99):6.1f} ms")
+    if spread:
+        print(f"  client connections per worker: {spread}")
     for e in errors[:5]:
         print("  error:", e)
     pages = np.array([x for k, xs in lat.items() if k.startswith("GET") for x in xs]) * 1000
