@@ -19,6 +19,11 @@ think time, zero errors.
 
     .venv/bin/python benchmarks/review_load_pages29.py                  # 50 users, think 1 s, 60 s
     .venv/bin/python benchmarks/review_load_pages29.py --users 10 --seconds 10 --sqlite
+    .venv/bin/python benchmarks/review_load_pages29.py --cpu   # CPU per page, in process
+
+``--cpu`` measures what a shared machine's latency hides: the CPU time of each page, served in
+process (FastAPI's test client, SQLite), the best of 6 batches of 8 requests, next to the JSON
+API's submission view and the near-empty ``/verify`` page.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import random
 import re
 import sys
 import tempfile
+import threading
 import time
 import uuid
 import zipfile
@@ -54,6 +60,11 @@ from icml25.review.security import minimal_pdf  # noqa: E402
 from icml25.review.service import ReviewService  # noqa: E402
 from icml25.review.workflow import Phase, Role  # noqa: E402
 from review_load import PG_ADMIN, cpu_seconds, kill_server, start_server  # noqa: E402
+
+try:  # how evenly the workers share the clients (review_load.py from commit c827f19 on)
+    from review_load import connections_per_worker
+except ImportError:  # pragma: no cover - an older review_load.py
+    connections_per_worker = None
 
 SAC, SUB = "sac@sac-inst.example", "sub@sub-lab.example"
 # users per role out of every 10
@@ -176,6 +187,51 @@ async def drive(port: int, plan: dict, users: list[tuple[str, str, str]], second
     return lat, errors
 
 
+def cpu_per_page(n_papers: int, batches: int = 6, per_batch: int = 8) -> None:
+    """Print the CPU milliseconds of each page (best batch), served in process."""
+    from fastapi.testclient import TestClient
+
+    from icml25.review.web import create_app
+
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{Path(tmp) / 'cpu.sqlite3'}"
+        plan = setup(url, Path(tmp), n_papers)
+        users = {role: cookie for role, cookie, _ in login_all(plan, len(ROLE_MIX))}
+        settings = Settings(database_url=url, upload_dir=Path(tmp), tick_seconds=0)
+        engine = make_engine(url, settings)
+        sid = plan["pages"]["sub"][0].rsplit("/", 1)[1]
+        rows = [("api", f"/api/v1/submissions/{sid}")] + [
+            (role, path) for role, paths in plan["pages"].items() for path in paths]
+        with TestClient(create_app(settings, engine)) as c:
+            token = _api_token(url, tmp)
+            for role, path in rows:
+                headers = {"Authorization": f"Bearer {token}"} if role == "api" else {}
+                if role != "api":
+                    c.cookies.set("icml25_session", users[role])
+                c.get(path, headers=headers)  # warm the view cache
+                best = float("inf")
+                for _ in range(batches):
+                    t0 = time.process_time()
+                    for _ in range(per_batch):
+                        r = c.get(path, headers=headers)
+                    best = min(best, (time.process_time() - t0) / per_batch)
+                assert r.status_code == 200, (path, r.status_code)
+                print(f"  {role:8s} {kind_of(path):40s} CPU {best * 1000:6.2f} ms")
+        engine.dispose()
+
+
+def _api_token(url: str, tmp: str) -> str:
+    """A personal access token of the sub-reviewer (who may read the paper of the API row)."""
+    engine = make_engine(url)
+    db = make_sessionmaker(engine)()
+    settings = Settings(database_url=url, upload_dir=Path(tmp))
+    user = db.scalar(select(m.User).where(m.User.email == SUB))
+    token = ReviewService(db, settings).as_user(user).create_api_token("cpu")
+    db.close()
+    engine.dispose()
+    return token
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--users", type=int, default=50)
@@ -188,7 +244,11 @@ def main() -> None:
                     help="chairs also run workbench proposals (10 %% of their requests)")
     ap.add_argument("--sqlite", action="store_true", help="a SQLite file, not PostgreSQL")
     ap.add_argument("--server-log", default="/dev/null")
+    ap.add_argument("--cpu", action="store_true", help="CPU per page in process, no server")
     args = ap.parse_args()
+    if args.cpu:
+        cpu_per_page(args.papers)
+        return
     if args.think <= 0:
         ap.error("this benchmark measures pages read by people: --think must be > 0")
     name = f"icml25_review_p29_{uuid.uuid4().hex[:8]}"
@@ -206,8 +266,13 @@ def main() -> None:
             users = login_all(plan, args.users)
             server, port = start_server(url, Path(tmp), args.workers, args.server_log)
             cpu0 = cpu_seconds(server.pid, None if args.sqlite else name)
+            spread: list[int] = []
+            timer = threading.Timer(min(5.0, args.seconds / 2), lambda: spread.extend(
+                connections_per_worker(server.pid, port) if connections_per_worker else []))
+            timer.start()
             lat, errors = asyncio.run(drive(port, plan, users, args.seconds, args.think,
                                             args.propose))
+            timer.cancel()
             cpu1 = cpu_seconds(server.pid, None if args.sqlite else name)
             kill_server(server)
             server = None
@@ -227,6 +292,8 @@ def main() -> None:
         ms = np.array(xs) * 1000
         print(f"  {kind:52s} n={len(ms):5d}  p50 {np.percentile(ms, 50):6.1f}  "
               f"p95 {np.percentile(ms, 95):6.1f}  p99 {np.percentile(ms, 99):6.1f} ms")
+    if spread:
+        print(f"  client connections per worker: {spread}")
     for e in errors[:5]:
         print("  error:", e)
     pages = np.array([x for k, xs in lat.items() if k.startswith("GET") for x in xs]) * 1000

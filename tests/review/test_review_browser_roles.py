@@ -138,8 +138,10 @@ def test_a_senior_ac_manages_their_area_chairs_paper(site):
         sp.get_by_role("link", name=s1.title).click()
         expect(sp.get_by_text("You are: senior area chair")).to_be_visible()
         expect(sp.get_by_role("heading", name="Authors")).to_have_count(0)  # double blind
-        # manage: assign a reviewer (no area-chair option for them)
+        # manage: assign a reviewer (no area-chair option for them, no unassigning the AC)
         expect(sp.get_by_label("Assign as").locator("option")).to_have_count(1)
+        n_reviewers = len([a for a in bundle.assignments if a.role == "reviewer"])
+        expect(sp.get_by_role("button", name="Unassign")).to_have_count(n_reviewers)
         sp.get_by_label("Person to assign").select_option(label=f"{spare.name} (reviewer)")
         sp.get_by_role("button", name="Assign", exact=True).click()
         expect(sp.get_by_role("status")).to_contain_text("Assigned.")

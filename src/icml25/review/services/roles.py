@@ -116,20 +116,20 @@ class Roles(Service):
         paper (one sub-reviewer per reviewer and paper; never a conflicted account)."""
         b = self.bundle(sub_id)
         authorize(Action.INVITE_SUBREVIEWER, facts_for(self.viewer(b.venue), b))
-        user = self.db.scalar(select(m.User).where(m.User.email == (email or "").strip().lower()))
-        if user is None or not is_verified(user):
-            raise ServiceError("no verified account with this e-mail (they must register and "
-                               "verify their address first)")
-        if user.id == self.actor.id or b.assignment_of(user.id) is not None:
-            raise ServiceError("that account is already on this paper")
         if any(x.inviter_id == self.actor.id for x in b.subreviewers):
             raise ServiceError("you already have a sub-reviewer for this paper; revoke them "
                                "first")
-        if any(x.user_id == user.id for x in b.subreviewers):
-            raise ServiceError("that account is already a sub-reviewer of this paper")
-        if user.id in b.conflict_user_ids or conflict_reason(
-                user, b.submission, *self.svc.submissions.conflict_sources(b.submission)):
-            raise ServiceError("that account is conflicted with this submission")
+        user = self.db.scalar(select(m.User).where(m.User.email == (email or "").strip().lower()))
+        why = self._not_invitable(b, user)
+        if why:
+            # one answer for every reason: telling the reviewer "conflicted" or "already on
+            # this paper" would reveal the authors' institution or a co-reviewer's name; the
+            # reason goes to the audit log, which the paper's chairs read
+            self._audit(b.venue.id, "subreviewer.refused", f"submission:{b.submission.id}",
+                        reason=why)
+            self._commit()
+            raise ServiceError("that account cannot be invited for this paper (it must be a "
+                               "verified account with no conflict and no other part in it)")
         row = m.Subreviewer(submission_id=b.submission.id, inviter_id=self.actor.id,
                             user_id=user.id)
         self.db.add(row)
@@ -143,6 +143,19 @@ class Roles(Service):
                    b.submission.id)
         self._commit()
         return row
+
+    def _not_invitable(self, b: Bundle, user: m.User | None) -> str | None:
+        """Why ``user`` cannot be a sub-reviewer of the paper (None: they can)."""
+        if user is None or not is_verified(user):
+            return "no verified account"
+        if user.id == self.actor.id or b.assignment_of(user.id) is not None:
+            return "already assigned to the paper"
+        if any(x.user_id == user.id for x in b.subreviewers):
+            return "already a sub-reviewer of the paper"
+        if user.id in b.conflict_user_ids or conflict_reason(
+                user, b.submission, *self.svc.submissions.conflict_sources(b.submission)):
+            return "conflicted with the paper"
+        return None
 
     def revoke_subreviewer(self, sub_id: int, subreviewer_id: int) -> None:
         """Withdraw an invitation (the inviting reviewer or a program chair); the review

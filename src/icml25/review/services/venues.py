@@ -136,14 +136,19 @@ class Venues(Service):
 
     def venues_for_actor(self) -> list[dict]:
         """Venues the actor takes part in, plus venues open for submission."""
-        self._require_login()
+        user = self._require_login()
         vs = self.db.scalars(select(m.Venue).order_by(m.Venue.id)).all()
+        # venues where the actor is a sub-reviewer of a paper (the paper decides what they see)
+        invited = set(self.db.scalars(select(m.Submission.venue_id).join(
+            m.Subreviewer, m.Subreviewer.submission_id == m.Submission.id).where(
+            m.Subreviewer.user_id == user.id)))
         out = []
         for v in vs:
             viewer = self.viewer(v)
             authored = self.authored_ids(v)
             facts = facts_for(viewer, None, Phase(v.phase), authored_in_venue=bool(authored))
-            if may(Action.VIEW_VENUE_DETAILS, facts) or may(Action.SUBMIT, facts):
+            if (may(Action.VIEW_VENUE_DETAILS, facts) or may(Action.SUBMIT, facts)
+                    or v.id in invited):
                 out.append(venue_view(viewer, v, authored=bool(authored))
                            | {"n_authored": len(authored)})
         return out
@@ -358,6 +363,8 @@ class Venues(Service):
                 n = b.submission.number
                 if can(viewer, Action.WRITE_REVIEW, b) and not f.own_review_submitted:
                     todo.append(f"Write your review of submission #{n}")
+                if can(viewer, Action.WRITE_DELEGATED_REVIEW, b):
+                    todo.append(f"Write the review of submission #{n} (as a sub-reviewer)")
                 for r in b.reviews:
                     if can(viewer, Action.GIVE_FEEDBACK, b, review=r) and r.id not in b.feedback:
                         a = b.assignment_of(r.reviewer_id)
