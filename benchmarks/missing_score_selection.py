@@ -10,9 +10,11 @@ Setting: d = 20, n = 500, 30% MCAR, star and random sparse (p_edge = 0.1) graphs
 - the selection rules, all read from those same fits: extended BIC (``ebic-<gamma>``,
   observed-data Gaussian log-likelihood of the Gaussian-likelihood refit on all rows); K-fold
   CV of the held-out score-matching loss of the observed coordinates, minimum (``*-min``) and
-  one-standard-error rule toward sparser penalties (``*-1se``), in three variants:
-  ``cv-path-gauss`` (``--with-cv-path``; MissingScoreGGMCV's default: the all-rows path's edge
-  sets refitted by Gaussian likelihood on the training folds, one path fit),
+  one-standard-error rule toward sparser penalties (``*-1se``), in four variants:
+  ``cv-path-cov`` (``--with-cv-path``; MissingScoreGGMCV's default: the all-rows path's edge
+  sets refitted by Gaussian likelihood on the training folds, one path fit, the loss
+  preconditioned by the training folds' covariance), ``cv-path-gauss`` (``--with-cv-path``:
+  the same with the plain, identity-preconditioned loss, the default before session 12),
   ``cv-fold-gauss`` (``--with-cv-fold``: each fold's own path, Gaussian refit, K + 1 fits)
   and ``cv`` (``--with-cv``: each fold's own path, score-matching refit; the first CV);
 - sklearn's GraphicalLassoCV on mean-imputed standardised data.
@@ -107,14 +109,18 @@ def cell(graph: str, seed: int, path_polish: int, old: dict | None, with_cv: boo
         c["choice"][f"ebic-{gamma:g}"] = int(np.argmin(v))
     if with_cv_path and "cv-path-gauss-min" not in c["choice"]:
         _cv_choices(c, "cv-path-gauss", X, adj, seed, path_polish, candidates="path",
-                    refit="gaussian")
+                    refit="gaussian", preconditioner="identity")
+    if with_cv_path and "cv-path-cov-min" not in c["choice"]:
+        _cv_choices(c, "cv-path-cov", X, adj, seed, path_polish, candidates="path",
+                    refit="gaussian", preconditioner="covariance")
     if with_cv_fold and "cv-fold-gauss-min" not in c["choice"]:
         _cv_choices(c, "cv-fold-gauss", X, adj, seed, path_polish, candidates="fold",
-                    refit="gaussian")
+                    refit="gaussian", preconditioner="identity")
     if with_cv and "cv-min" not in c["choice"]:
         t0 = time.perf_counter()
         cv = MissingScoreGGMCV(random_state=seed, selection="cv", candidates="fold",
-                               refit="support", path_polish=path_polish).fit(X)
+                               refit="support", preconditioner="identity",
+                               path_polish=path_polish).fit(X)
         c["seconds_cv"] = time.perf_counter() - t0
         assert np.allclose(cv.cv_alphas_, c["alphas"])
         r = cv.cv_results_
@@ -148,7 +154,8 @@ def main():
                          "about 6x the cost of EBIC)")
     ap.add_argument("--with-cv-path", action="store_true",
                     help="also run MissingScoreGGMCV's default CV (all-rows path's edge sets, "
-                         "Gaussian refit on the training folds)")
+                         "Gaussian refit on the training folds, covariance-preconditioned "
+                         "loss) and the same with the plain loss")
     ap.add_argument("--with-cv-fold", action="store_true",
                     help="also run the CV with each fold's own path and the Gaussian refit")
     ap.add_argument("--path-polish", type=int, default=3,

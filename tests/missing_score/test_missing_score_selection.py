@@ -55,6 +55,34 @@ def test_support_refit_is_the_score_matching_minimiser():
     assert held_out_loss(np.full((6, 6), np.nan), np.zeros(6), X) == np.inf
 
 
+def test_preconditioned_held_out_loss_is_invariant_to_rescaling_the_coordinates():
+    """metric=None is the plain loss (the identity metric); with the covariance as metric the
+    loss does not change when the coordinates are rescaled (x -> D x, K -> D^-1 K D^-1,
+    A -> D A D), while the plain loss does: the selection then cannot depend on units."""
+    rng = np.random.default_rng(4)
+    B = rng.normal(size=(5, 5))
+    S = B @ B.T / 5 + 0.5 * np.eye(5)
+    K = np.linalg.inv(S) + 0.05 * np.eye(5)
+    X = rng.multivariate_normal(np.zeros(5), S, size=80)
+    X[rng.random(X.shape) < 0.3] = np.nan
+    plain = held_out_loss(K, np.zeros(5), X)
+    assert held_out_loss(K, np.zeros(5), X, np.eye(5)) == pytest.approx(plain, rel=1e-12)
+    dd = np.array([0.1, 1.0, 3.0, 10.0, 0.5])
+    D = np.diag(dd)
+    Di = np.linalg.inv(D)
+    pre = held_out_loss(K, np.zeros(5), X, S)
+    assert held_out_loss(Di @ K @ Di, np.zeros(5), X * dd, D @ S @ D) == pytest.approx(pre,
+                                                                                     rel=1e-9)
+    assert abs(held_out_loss(Di @ K @ Di, np.zeros(5), X * dd) - plain) > 1.0
+    # population version: the expected loss tr(A K S K) - 2 tr(A K) is minimised at K = S^-1
+    # for a fixed positive-definite A (a proper scoring rule), here on one observed pattern
+    big = rng.multivariate_normal(np.zeros(5), S, size=200_000)
+    at_truth = held_out_loss(np.linalg.inv(S), np.zeros(5), big, S)
+    for _ in range(3):
+        E = rng.normal(size=(5, 5)) * 0.05
+        assert held_out_loss(np.linalg.inv(S) + E + E.T, np.zeros(5), big, S) > at_truth
+
+
 def test_cv_selects_a_graph_close_to_the_best_penalty_on_the_path():
     """Chain graph, d = 8, n = 600, 30% MCAR: the CV choice recovers the graph nearly as well
     as the best penalty on the same (path-polished) path (oracle; the CV estimate is one of
@@ -226,6 +254,14 @@ def test_complete_case_warning_counts_rows():
                         random_state=0).fit(X2)
         MissingScoreGGM(method="iw", alpha=0.05, n_alphas=3, n_iter_start=20,
                         random_state=0).fit(X)  # only method="complete" warns
+    # the generic density fit warns the same way
+    from icml25.missing_score import GaussianModel, fit_density
+
+    with pytest.warns(TooFewCompleteRowsWarning, match=f"the {n_complete} fully observed"):
+        fit_density(GaussianModel(8), X, "complete", n_iter=2, seed=0)
+    with pytest.raises(ValueError, match="at least one fully observed row"):
+        fit_density(GaussianModel(2), np.array([[1.0, np.nan], [np.nan, 2.0]]), "complete",
+                    n_iter=1)
 
 
 def test_positive_definite_projection():

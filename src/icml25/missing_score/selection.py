@@ -16,11 +16,21 @@ from icml25.missing_score.estimator import MissingScoreGGM
 from icml25.missing_score.gaussian import exact_marginal_loss, marginal_precision
 
 __all__ = ["MissingScoreGGMCV", "ebic_path", "extended_bic", "gaussian_support_refit",
-           "held_out_loss", "observed_loglik", "one_se_index", "support_refit"]
+           "held_out_loss", "lift_pd", "observed_loglik", "one_se_index", "support_refit"]
 
 SELECTIONS = ("cv", "cv-1se", "ebic")
 REFITS = ("gaussian", "support", None)
 CANDIDATES = ("path", "fold")
+PRECONDITIONERS = ("covariance", "identity")
+
+
+def lift_pd(S, ridge: float = 1e-6) -> np.ndarray:
+    """Symmetric ``S`` with its smallest eigenvalue lifted to ``ridge`` x its mean diagonal when
+    below (a pairwise-complete covariance can be indefinite)."""
+    S = 0.5 * (np.asarray(S, dtype=float) + np.asarray(S, dtype=float).T)
+    floor = ridge * float(np.mean(np.diag(S)))
+    w = np.linalg.eigvalsh(S).min()
+    return S + (floor - w) * np.eye(S.shape[0]) if w < floor else S
 
 
 def support_refit(S, support) -> np.ndarray:
@@ -48,12 +58,8 @@ def gaussian_support_refit(S, support, *, max_iter: int = 200, tol: float = 1e-8
     whenever ``S`` is; an indefinite ``S`` (possible for a pairwise-complete covariance) is
     first lifted to minimum eigenvalue ``ridge`` x its mean diagonal. Nested supports give
     non-decreasing likelihood, which the extended BIC relies on."""
-    S = 0.5 * (np.asarray(S, dtype=float) + np.asarray(S, dtype=float).T)
+    S = lift_pd(S, ridge)
     d = S.shape[0]
-    floor = ridge * float(np.mean(np.diag(S)))
-    w = np.linalg.eigvalsh(S).min()
-    if w < floor:
-        S = S + (floor - w) * np.eye(d)
     sup = np.asarray(support, bool) & ~np.eye(d, dtype=bool)
     sup = sup | sup.T
     W = S.copy()
@@ -77,15 +83,17 @@ def gaussian_support_refit(S, support, *, max_iter: int = 200, tol: float = 1e-8
     return P
 
 
-def held_out_loss(precision, mean, X) -> float:
+def held_out_loss(precision, mean, X, metric=None) -> float:
     """Score-matching loss of held-out rows ``X`` (NaN = missing) under N(mean, precision^-1),
     on each row's observed coordinates only: the mean of ||K_o (x_o - mu_o)||^2 - 2 tr K_o with
-    K_o the marginal precision (Schur complement) of the observed set. Lower is better; ``inf``
+    K_o the marginal precision (Schur complement) of the observed set, or with a fixed
+    preconditioner ``metric`` A the mean of (K_o r)' A_oo (K_o r) - 2 tr(A_oo K_o)
+    (:func:`~icml25.missing_score.gaussian.exact_marginal_loss`). Lower is better; ``inf``
     when a marginal precision cannot be formed (a singular missing block)."""
     if not np.all(np.isfinite(precision)):
         return float("inf")
     try:
-        out = exact_marginal_loss(precision, mean, X)
+        out = exact_marginal_loss(precision, mean, X, metric)
     except np.linalg.LinAlgError:
         return float("inf")
     return out if np.isfinite(out) else float("inf")
@@ -190,6 +198,16 @@ class MissingScoreGGMCV(BaseEstimator):
     ``candidates="fold"`` refits the whole path on each fold's training rows (K + 1 path
     fits, the classical scheme).
 
+    ``preconditioner="covariance"`` (default) scores with the score-matching loss preconditioned
+    by the training rows' covariance S (fixed within a fold): (K_o r)' S_oo (K_o r) -
+    2 tr(S_oo K_o), still a proper score-matching loss of the observed coordinates, whose excess
+    over the truth is tr((S D)^2) (four times the KL divergence to second order, invariant to
+    linear changes of coordinates). ``"identity"`` is the plain loss ||K_o r||^2 - 2 tr K_o,
+    whose excess tr(D S D) weighs precision errors by the data's scale; on random sparse graphs
+    its per-row losses grew heavy-tailed along the path and its minimum sat at 5-8 edges of
+    15-22 (the one-SE F1 0.080 below the best penalty's; covariance: 0.020; measured in
+    docs/missing_score.md).
+
     ``refit="gaussian"`` (default) refits an edge set by Gaussian maximum likelihood
     (:func:`gaussian_support_refit`, positive definite); ``"support"`` by the unpenalised
     score-matching minimiser ``tr(P S P) - 2 tr P`` (:func:`support_refit`), which can be
@@ -225,6 +243,8 @@ class MissingScoreGGMCV(BaseEstimator):
         How a path point's edge set is refitted before it is scored (see above).
     candidates : {"path", "fold"}
         Score the all-rows path's edge sets (one path fit) or each fold's own path (K + 1).
+    preconditioner : {"covariance", "identity"}
+        The fixed metric of the held-out score-matching loss (see above).
     selection : {"cv", "cv-1se", "ebic"}
         The rule: CV minimum, the sparsest penalty within one standard error of it, or the
         extended-BIC minimum.
@@ -261,9 +281,10 @@ class MissingScoreGGMCV(BaseEstimator):
 
     def __init__(self, method: str = "iw", *, alphas=20, eps: float = 0.03, cv: int = 5,
                  refit: str | None = "gaussian", selection: str = "cv-1se",
-                 candidates: str = "path", path_polish: int = 3,
-                 ebic_gamma: float = 0.5, positive_definite: str | None = None,
-                 pd_floor: float = 1e-3, ggm_params: dict | None = None, random_state=None):
+                 candidates: str = "path", preconditioner: str = "covariance",
+                 path_polish: int = 3, ebic_gamma: float = 0.5,
+                 positive_definite: str | None = None, pd_floor: float = 1e-3,
+                 ggm_params: dict | None = None, random_state=None):
         self.method = method
         self.selection = selection
         self.path_polish = path_polish
@@ -273,6 +294,7 @@ class MissingScoreGGMCV(BaseEstimator):
         self.cv = cv
         self.refit = refit
         self.candidates = candidates
+        self.preconditioner = preconditioner
         self.positive_definite = positive_definite
         self.pd_floor = pd_floor
         self.ggm_params = ggm_params
@@ -313,6 +335,9 @@ class MissingScoreGGMCV(BaseEstimator):
             raise ValueError(f"refit must be one of {REFITS}, got {self.refit!r}")
         if self.candidates not in CANDIDATES:
             raise ValueError(f"candidates must be one of {CANDIDATES}, got {self.candidates!r}")
+        if self.preconditioner not in PRECONDITIONERS:
+            raise ValueError(f"preconditioner must be one of {PRECONDITIONERS}, got "
+                             f"{self.preconditioner!r}")
         if self.candidates == "path" and self.refit is None:
             raise ValueError("candidates='path' needs a refit ('gaussian' or 'support'): the "
                              "all-rows path has seen the held-out rows, only a refit on the "
@@ -370,14 +395,17 @@ class MissingScoreGGMCV(BaseEstimator):
         for i, (tr, te) in enumerate(folds.split(Xn)):
             est = shared if shared is not None else self._ggm(**path_kw).fit(Xn[tr])
             Zte = (Xn[te] - est.location_) / est.scale_
-            if self.refit is not None:
-                S = pairwise_covariance((Xn[tr] - est.location_) / est.scale_)
+            S = pairwise_covariance((Xn[tr] - est.location_) / est.scale_)
+            # one fixed metric per fold (the training rows' covariance), the same for every
+            # candidate: the loss's excess is then tr((S D)^2), likelihood-like and invariant
+            # to linear changes of coordinates (see docs/missing_score.md)
+            metric = lift_pd(S) if self.preconditioner == "covariance" else None
             refit = {"gaussian": gaussian_support_refit, "support": support_refit}.get(self.refit)
             for j in range(grid.size):
                 Pz = est.path_[j] * np.outer(est.scale_, est.scale_)  # standardised units
                 if refit is not None:
                     Pz = refit(S, np.abs(Pz) > est.threshold)
-                losses[i, j] = held_out_loss(Pz, np.zeros(Pz.shape[0]), Zte)
+                losses[i, j] = held_out_loss(Pz, np.zeros(Pz.shape[0]), Zte, metric)
         mean, std = losses.mean(axis=0), losses.std(axis=0)
         self.cv_results_ = {"alphas": grid, "mean_test_loss": mean, "std_test_loss": std}
         for i in range(k):
