@@ -10,11 +10,13 @@ Setting: d = 20, n = 500, 30% MCAR, star and random sparse (p_edge = 0.1) graphs
 - the selection rules, all read from those same fits: extended BIC (``ebic-<gamma>``,
   observed-data Gaussian log-likelihood of the Gaussian-likelihood refit on all rows); K-fold
   CV of the held-out score-matching loss of the observed coordinates, minimum (``*-min``) and
-  one-standard-error rule toward sparser penalties (``*-1se``), in four variants:
-  ``cv-path-cov`` (``--with-cv-path``; MissingScoreGGMCV's default: the all-rows path's edge
-  sets refitted by Gaussian likelihood on the training folds, one path fit, the loss
-  preconditioned by the training folds' covariance), ``cv-path-gauss`` (``--with-cv-path``:
-  the same with the plain, identity-preconditioned loss, the default before session 12),
+  one-standard-error rule toward sparser penalties (``*-1se``), in six variants:
+  ``cv-shao-cov`` (``--with-cv-path``; MissingScoreGGMCV's default: the all-rows path's edge
+  sets refitted by Gaussian likelihood on ONE fold and scored on the other four (Shao's
+  leave-many-out CV), the loss preconditioned by the training fold's covariance),
+  ``cv-shao-plain`` (the same, plain loss), ``cv-path-cov`` (ordinary K-fold: refit on four
+  folds, score on one; preconditioned loss), ``cv-path-gauss`` (ordinary K-fold, plain loss:
+  the default before session 12),
   ``cv-fold-gauss`` (``--with-cv-fold``: each fold's own path, Gaussian refit, K + 1 fits)
   and ``cv`` (``--with-cv``: each fold's own path, score-matching refit; the first CV);
 - sklearn's GraphicalLassoCV on mean-imputed standardised data.
@@ -109,17 +111,23 @@ def cell(graph: str, seed: int, path_polish: int, old: dict | None, with_cv: boo
         c["choice"][f"ebic-{gamma:g}"] = int(np.argmin(v))
     if with_cv_path and "cv-path-gauss-min" not in c["choice"]:
         _cv_choices(c, "cv-path-gauss", X, adj, seed, path_polish, candidates="path",
-                    refit="gaussian", preconditioner="identity")
+                    refit="gaussian", preconditioner="identity", scheme="kfold")
     if with_cv_path and "cv-path-cov-min" not in c["choice"]:
         _cv_choices(c, "cv-path-cov", X, adj, seed, path_polish, candidates="path",
-                    refit="gaussian", preconditioner="covariance")
+                    refit="gaussian", preconditioner="covariance", scheme="kfold")
+    if with_cv_path and "cv-shao-cov-min" not in c["choice"]:
+        _cv_choices(c, "cv-shao-cov", X, adj, seed, path_polish, candidates="path",
+                    refit="gaussian", preconditioner="covariance", scheme="shao")
+    if with_cv_path and "cv-shao-plain-min" not in c["choice"]:
+        _cv_choices(c, "cv-shao-plain", X, adj, seed, path_polish, candidates="path",
+                    refit="gaussian", preconditioner="identity", scheme="shao")
     if with_cv_fold and "cv-fold-gauss-min" not in c["choice"]:
         _cv_choices(c, "cv-fold-gauss", X, adj, seed, path_polish, candidates="fold",
-                    refit="gaussian", preconditioner="identity")
+                    refit="gaussian", preconditioner="identity", scheme="kfold")
     if with_cv and "cv-min" not in c["choice"]:
         t0 = time.perf_counter()
         cv = MissingScoreGGMCV(random_state=seed, selection="cv", candidates="fold",
-                               refit="support", preconditioner="identity",
+                               refit="support", preconditioner="identity", scheme="kfold",
                                path_polish=path_polish).fit(X)
         c["seconds_cv"] = time.perf_counter() - t0
         assert np.allclose(cv.cv_alphas_, c["alphas"])

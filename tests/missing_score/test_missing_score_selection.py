@@ -120,9 +120,12 @@ def test_cv_on_the_all_rows_path_scores_its_own_edge_sets_with_one_path_fit(monk
     cheap = dict(alphas=3, cv=3, ggm_params={"n_iter_start": 20, "n_iter_per_alpha": 2},
                  random_state=0)
     MissingScoreGGMCV(**cheap).fit(X)
-    MissingScoreGGMCV(candidates="fold", **cheap).fit(X)
+    MissingScoreGGMCV(candidates="fold", scheme="kfold", **cheap).fit(X)
     # path: grid fit, the shared all-rows path, final; fold: grid fit, 3 fold paths, final
     assert fits == [600, 600, 600, 600, 400, 400, 400, 600], fits
+    fits.clear()
+    MissingScoreGGMCV(candidates="fold", **cheap).fit(X)  # Shao: each path on one fold
+    assert fits == [600, 200, 200, 200, 600], fits
     kw = dict(alphas=12, cv=3, selection="cv", random_state=0)
     path = MissingScoreGGMCV(**kw).fit(X)
     full = real_fit(MissingScoreGGM(alpha=path.cv_alphas_[-1], alpha_max=path.cv_alphas_[0],
@@ -139,6 +142,42 @@ def test_cv_on_the_all_rows_path_scores_its_own_edge_sets_with_one_path_fit(monk
         MissingScoreGGMCV(refit=None, **kw).fit(X)
     with pytest.raises(ValueError, match="candidates must be one of"):
         MissingScoreGGMCV(candidates="folds", **kw).fit(X)
+
+
+def test_shao_scheme_refits_on_one_fold_and_scores_on_the_rest():
+    """scheme="shao" (default) swaps K-fold's roles: each split's loss is the held-out loss on
+    the other K - 1 folds of the edge set refitted on one fold (recomputed here by hand), with
+    the training fold's covariance as the preconditioner; "kfold" is the classical split."""
+    from sklearn.model_selection import KFold
+
+    from icml25.missing_score.baselines import pairwise_covariance
+    from icml25.missing_score.selection import lift_pd
+
+    X, _ = _chain(d=6, n=300, seed=5)
+    kw = dict(alphas=4, cv=3, ggm_params={"n_iter_start": 30, "n_iter_per_alpha": 3},
+              random_state=0)
+    for scheme, pre in (("shao", "covariance"), ("kfold", "identity"), ("shao", "identity")):
+        cv = MissingScoreGGMCV(scheme=scheme, preconditioner=pre, **kw).fit(X)
+        path = cv._ggm(alpha=float(cv.cv_alphas_[-1]), alpha_max=float(cv.cv_alphas_[0]),
+                       n_alphas=4, n_iter_polish=0).fit(X)
+        Z = (X - path.location_) / path.scale_
+        sc = np.outer(path.scale_, path.scale_)
+        for i, (tr, te) in enumerate(KFold(3, shuffle=True,
+                                           random_state=cv._fold_seed()).split(X)):
+            if scheme == "shao":
+                tr, te = te, tr
+            S = pairwise_covariance(Z[tr])
+            A = lift_pd(S) if pre == "covariance" else None
+            want = [held_out_loss(gaussian_support_refit(S, np.abs(P * sc) > path.threshold),
+                                  np.zeros(6), Z[te], A) for P in path.path_]
+            np.testing.assert_allclose(cv.cv_results_[f"split{i}_test_loss"], want,
+                                       rtol=1e-10)
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        MissingScoreGGMCV(scheme="loo", **kw).fit(X)
+    with pytest.raises(ValueError, match="preconditioner must be one of"):
+        MissingScoreGGMCV(preconditioner="none", **kw).fit(X)
+    with pytest.raises(ValueError, match="refits on one fold of 5 rows, fewer than d \\+ 1"):
+        MissingScoreGGMCV(**{**kw, "cv": 60}).fit(X)
 
 
 def test_observed_loglik_is_the_gaussian_marginal_likelihood():

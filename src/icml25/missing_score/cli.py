@@ -28,8 +28,8 @@ def graph(
         help="How --alpha auto chooses: ebic (extended BIC of the observed-data Gaussian "
              "likelihood, one path fit; default), cv (K-fold CV of the held-out score-matching "
              "loss of each path point's edge set refitted by Gaussian likelihood on the "
-             "training folds) or cv-1se (the sparsest penalty within one standard error of "
-             "the CV minimum).")] = "ebic",
+             "training folds, preconditioned by their covariance) or cv-1se (the sparsest "
+             "penalty within one standard error of the CV minimum).")] = "ebic",
     ebic_gamma: Annotated[float, typer.Option(
         min=0.0, help="Extended-BIC gamma (0 = BIC; larger = sparser).")] = 0.5,
     cv: Annotated[int, typer.Option(min=2, help="Folds for --selection cv / cv-1se.")] = 5,
@@ -113,6 +113,7 @@ def graph(
                               "n_edges": [int(k) for k in r["n_edges"]]})
         else:
             cv_report.update({"folds": cv, "refit": est.refit,
+                              "preconditioner": est.preconditioner,
                               "mean_test_loss": _floats(est.cv_results_["mean_test_loss"]),
                               "std_test_loss": _floats(est.cv_results_["std_test_loss"])})
         est = est.best_estimator_

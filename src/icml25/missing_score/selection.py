@@ -22,6 +22,7 @@ SELECTIONS = ("cv", "cv-1se", "ebic")
 REFITS = ("gaussian", "support", None)
 CANDIDATES = ("path", "fold")
 PRECONDITIONERS = ("covariance", "identity")
+SCHEMES = ("shao", "kfold")
 
 
 def lift_pd(S, ridge: float = 1e-6) -> np.ndarray:
@@ -180,7 +181,8 @@ def one_se_index(mean, std, n_folds: int) -> int:
 
 class MissingScoreGGMCV(BaseEstimator):
     """:class:`MissingScoreGGM` with the penalty chosen along its path: by K-fold
-    cross-validation (``selection="cv-1se"``, default, or ``"cv"``) or by extended BIC
+    cross-validation (``selection="cv-1se"``, default, or ``"cv"``; by default in Shao's
+    leave-many-out form, see ``scheme``) or by extended BIC
     (``selection="ebic"``, the command line's default).
 
     The path's penalties come from a fit on all rows (``alpha_max`` down to
@@ -198,15 +200,22 @@ class MissingScoreGGMCV(BaseEstimator):
     ``candidates="fold"`` refits the whole path on each fold's training rows (K + 1 path
     fits, the classical scheme).
 
+    ``scheme="shao"`` (default) swaps the folds' roles: each edge set is refitted on ONE fold
+    (n / K rows) and scored on the other K - 1, Shao's (1993) leave-many-out cross-validation.
+    Ordinary K-fold CV (``scheme="kfold"``: refit on K - 1 folds, score on one) estimates
+    prediction error and, like AIC, keeps superfluous edges with non-vanishing probability;
+    Shao showed that choosing a model by CV is consistent only when the training share goes to
+    0 (he recommends n^(3/4) training rows: 106 of 500, close to n / 5). On star graphs K-fold
+    CV's choice overshot the best penalty by one or two path points (docs/missing_score.md).
+
     ``preconditioner="covariance"`` (default) scores with the score-matching loss preconditioned
     by the training rows' covariance S (fixed within a fold): (K_o r)' S_oo (K_o r) -
     2 tr(S_oo K_o), still a proper score-matching loss of the observed coordinates, whose excess
     over the truth is tr((S D)^2) (four times the KL divergence to second order, invariant to
     linear changes of coordinates). ``"identity"`` is the plain loss ||K_o r||^2 - 2 tr K_o,
     whose excess tr(D S D) weighs precision errors by the data's scale; on random sparse graphs
-    its per-row losses grew heavy-tailed along the path and its minimum sat at 5-8 edges of
-    15-22 (the one-SE F1 0.080 below the best penalty's; covariance: 0.020; measured in
-    docs/missing_score.md).
+    its per-row losses grew heavy-tailed along the path and its minimum sat at 3-8 edges of
+    15-22 (docs/missing_score.md, "Choosing the penalty").
 
     ``refit="gaussian"`` (default) refits an edge set by Gaussian maximum likelihood
     (:func:`gaussian_support_refit`, positive definite); ``"support"`` by the unpenalised
@@ -245,6 +254,8 @@ class MissingScoreGGMCV(BaseEstimator):
         Score the all-rows path's edge sets (one path fit) or each fold's own path (K + 1).
     preconditioner : {"covariance", "identity"}
         The fixed metric of the held-out score-matching loss (see above).
+    scheme : {"shao", "kfold"}
+        Refit on one fold and score on the rest (Shao's CV), or the reverse (K-fold CV).
     selection : {"cv", "cv-1se", "ebic"}
         The rule: CV minimum, the sparsest penalty within one standard error of it, or the
         extended-BIC minimum.
@@ -282,7 +293,7 @@ class MissingScoreGGMCV(BaseEstimator):
     def __init__(self, method: str = "iw", *, alphas=20, eps: float = 0.03, cv: int = 5,
                  refit: str | None = "gaussian", selection: str = "cv-1se",
                  candidates: str = "path", preconditioner: str = "covariance",
-                 path_polish: int = 3, ebic_gamma: float = 0.5,
+                 scheme: str = "shao", path_polish: int = 3, ebic_gamma: float = 0.5,
                  positive_definite: str | None = None, pd_floor: float = 1e-3,
                  ggm_params: dict | None = None, random_state=None):
         self.method = method
@@ -295,6 +306,7 @@ class MissingScoreGGMCV(BaseEstimator):
         self.refit = refit
         self.candidates = candidates
         self.preconditioner = preconditioner
+        self.scheme = scheme
         self.positive_definite = positive_definite
         self.pd_floor = pd_floor
         self.ggm_params = ggm_params
@@ -338,6 +350,12 @@ class MissingScoreGGMCV(BaseEstimator):
         if self.preconditioner not in PRECONDITIONERS:
             raise ValueError(f"preconditioner must be one of {PRECONDITIONERS}, got "
                              f"{self.preconditioner!r}")
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
+        if self.selection != "ebic" and self.scheme == "shao" and n // k <= Xn.shape[1]:
+            raise ValueError(f"scheme='shao' refits on one fold of {n // k} rows, fewer than "
+                             f"d + 1 = {Xn.shape[1] + 1}: use fewer folds (cv) or "
+                             "scheme='kfold'")
         if self.candidates == "path" and self.refit is None:
             raise ValueError("candidates='path' needs a refit ('gaussian' or 'support'): the "
                              "all-rows path has seen the held-out rows, only a refit on the "
@@ -393,6 +411,8 @@ class MissingScoreGGMCV(BaseEstimator):
         # answers (one path fit instead of K); only their refits see the training rows alone
         shared = self._ggm(**path_kw).fit(Xn) if self.candidates == "path" else None
         for i, (tr, te) in enumerate(folds.split(Xn)):
+            if self.scheme == "shao":  # train on one fold, score on the other K - 1
+                tr, te = te, tr
             est = shared if shared is not None else self._ggm(**path_kw).fit(Xn[tr])
             Zte = (Xn[te] - est.location_) / est.scale_
             S = pairwise_covariance((Xn[tr] - est.location_) / est.scale_)
