@@ -181,7 +181,7 @@ def one_se_index(mean, std, n_folds: int) -> int:
 
 class MissingScoreGGMCV(BaseEstimator):
     """:class:`MissingScoreGGM` with the penalty chosen along its path: by K-fold
-    cross-validation (``selection="cv-1se"``, default, or ``"cv"``; by default in Shao's
+    cross-validation (``selection="cv"``, default, or ``"cv-1se"``; by default in Shao's
     leave-many-out form, see ``scheme``) or by extended BIC
     (``selection="ebic"``, the command line's default).
 
@@ -206,7 +206,10 @@ class MissingScoreGGMCV(BaseEstimator):
     prediction error and, like AIC, keeps superfluous edges with non-vanishing probability;
     Shao showed that choosing a model by CV is consistent only when the training share goes to
     0 (he recommends n^(3/4) training rows: 106 of 500, close to n / 5). On star graphs K-fold
-    CV's choice overshot the best penalty by one or two path points (docs/missing_score.md).
+    CV's minimum overshot the best penalty by one or two path points (docs/missing_score.md).
+    Shao's scheme removes that bias at its source, so its plain minimum (``selection="cv"``)
+    is the default rule; the one-standard-error rule, a heuristic against K-fold's
+    over-selection, then over-shrinks.
 
     ``preconditioner="covariance"`` (default) scores with the score-matching loss preconditioned
     by the training rows' covariance S (fixed within a fold): (K_o r)' S_oo (K_o r) -
@@ -291,7 +294,7 @@ class MissingScoreGGMCV(BaseEstimator):
     """
 
     def __init__(self, method: str = "iw", *, alphas=20, eps: float = 0.03, cv: int = 5,
-                 refit: str | None = "gaussian", selection: str = "cv-1se",
+                 refit: str | None = "gaussian", selection: str = "cv",
                  candidates: str = "path", preconditioner: str = "covariance",
                  scheme: str = "shao", path_polish: int = 3, ebic_gamma: float = 0.5,
                  positive_definite: str | None = None, pd_floor: float = 1e-3,
