@@ -48,9 +48,11 @@ def from_cells(root: Path) -> dict:
         full = exp.full
         levels, reps = full[key], full["reps"]
         per: dict[int, list[float]] = {i: [] for i in range(len(levels))}
+        wall_only = 0  # cells from before CPU time was recorded: wall time, an upper bound
         for f in sorted((root / name).glob("level*_rep*.json")):
             i = int(f.stem.split("_")[0][5:])
             c = json.loads(f.read_text())
+            wall_only += "cpu_seconds" not in c
             per[i].append(float(c.get("cpu_seconds", c["seconds"])))
         measured = [v for vs in per.values() for v in vs]
         if not measured:
@@ -67,6 +69,7 @@ def from_cells(root: Path) -> dict:
             remaining += (reps - len(per[i])) * mean
         left += remaining
         est[name] = {"cells": len(levels) * reps, "finished": len(measured),
+                     "cells_timed_by_wall_clock": wall_only,
                      "finished_cpu_hours": round(sum(measured) / 3600, 2),
                      "remaining_cpu_hours": round(remaining / 3600, 2), "by_level": by_level}
     est["remaining_cpu_hours_total"] = round(left / 3600, 2)

@@ -26,10 +26,11 @@ def graph(
              "(MissingScoreGGMCV); a number fixes it.")] = "auto",
     selection: Annotated[str, typer.Option(
         help="How --alpha auto chooses: ebic (extended BIC of the observed-data Gaussian "
-             "likelihood, one path fit; default), cv (K-fold CV of the held-out score-matching "
-             "loss of each path point's edge set refitted by Gaussian likelihood on the "
-             "training folds, preconditioned by their covariance) or cv-1se (the sparsest "
-             "penalty within one standard error of the CV minimum).")] = "ebic",
+             "likelihood, one path fit; default), cv (Shao's cross-validation: each path "
+             "point's edge set refitted by Gaussian likelihood on one of --cv folds and scored "
+             "on the others by the held-out score-matching loss of the observed coordinates, "
+             "preconditioned by the fold's covariance; the minimum) or cv-1se (the sparsest "
+             "penalty within one standard error of that minimum).")] = "ebic",
     ebic_gamma: Annotated[float, typer.Option(
         min=0.0, help="Extended-BIC gamma (0 = BIC; larger = sparser).")] = 0.5,
     cv: Annotated[int, typer.Option(min=2, help="Folds for --selection cv / cv-1se.")] = 5,
@@ -146,8 +147,9 @@ def graph(
     from rich.console import Console
     from rich.table import Table
 
-    how = {"ebic": f"extended BIC, gamma={ebic_gamma:g}", "cv": f"{cv}-fold CV",
-           "cv-1se": f"{cv}-fold CV, one-SE rule"}.get(selection, selection)
+    how = {"ebic": f"extended BIC, gamma={ebic_gamma:g}",
+           "cv": f"{cv}-fold Shao CV (refit on one fold, scored on the rest)",
+           "cv-1se": f"{cv}-fold Shao CV, one-SE rule"}.get(selection, selection)
     chosen = f"alpha={alpha_used:.4g}" + (f" (chosen by {how})" if auto else "")
     table = Table(title=f"{len(edges)} edge(s), method={method}, {chosen}, "
                   f"{X.shape[0]} rows, {np.isnan(X).mean():.0%} missing")

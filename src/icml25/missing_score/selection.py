@@ -217,7 +217,7 @@ class MissingScoreGGMCV(BaseEstimator):
     over the truth is tr((S D)^2) (four times the KL divergence to second order, invariant to
     linear changes of coordinates). ``"identity"`` is the plain loss ||K_o r||^2 - 2 tr K_o,
     whose excess tr(D S D) weighs precision errors by the data's scale; on random sparse graphs
-    its per-row losses grew heavy-tailed along the path and its minimum sat at 3-8 edges of
+    its per-row losses grew heavy-tailed along the path and its minimum sat at 5-8 edges of
     15-22 (docs/missing_score.md, "Choosing the penalty").
 
     ``refit="gaussian"`` (default) refits an edge set by Gaussian maximum likelihood
