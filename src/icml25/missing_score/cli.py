@@ -34,6 +34,9 @@ def graph(
     ebic_gamma: Annotated[float, typer.Option(
         min=0.0, help="Extended-BIC gamma (0 = BIC; larger = sparser).")] = 0.5,
     cv: Annotated[int, typer.Option(min=2, help="Folds for --selection cv / cv-1se.")] = 5,
+    cv_scheme: Annotated[str, typer.Option(
+        help="shao (refit on one fold, score on the others; default) or kfold (refit on the "
+             "others, score on one; needs fewer rows per fold).")] = "shao",
     n_alphas: Annotated[int | None, typer.Option(
         min=1, help="Penalties on the path (default 20 with --alpha auto, 30 otherwise).")]
     = None,
@@ -81,7 +84,7 @@ def graph(
     auto = alpha.strip().lower() == "auto"
     if auto:
         est = MissingScoreGGMCV(method=method, alphas=n_alphas or 20, cv=cv,
-                                selection=selection, ebic_gamma=ebic_gamma,
+                                selection=selection, ebic_gamma=ebic_gamma, scheme=cv_scheme,
                                 positive_definite=pd, random_state=seed)
     else:
         try:
@@ -114,7 +117,7 @@ def graph(
                               "n_edges": [int(k) for k in r["n_edges"]]})
         else:
             cv_report.update({"folds": cv, "refit": est.refit,
-                              "preconditioner": est.preconditioner,
+                              "preconditioner": est.preconditioner, "scheme": est.scheme,
                               "mean_test_loss": _floats(est.cv_results_["mean_test_loss"]),
                               "std_test_loss": _floats(est.cv_results_["std_test_loss"])})
         est = est.best_estimator_
@@ -148,8 +151,8 @@ def graph(
     from rich.table import Table
 
     how = {"ebic": f"extended BIC, gamma={ebic_gamma:g}",
-           "cv": f"{cv}-fold Shao CV (refit on one fold, scored on the rest)",
-           "cv-1se": f"{cv}-fold Shao CV, one-SE rule"}.get(selection, selection)
+           "cv": f"{cv}-fold {cv_scheme} CV",
+           "cv-1se": f"{cv}-fold {cv_scheme} CV, one-SE rule"}.get(selection, selection)
     chosen = f"alpha={alpha_used:.4g}" + (f" (chosen by {how})" if auto else "")
     table = Table(title=f"{len(edges)} edge(s), method={method}, {chosen}, "
                   f"{X.shape[0]} rows, {np.isnan(X).mean():.0%} missing")

@@ -358,7 +358,7 @@ class MissingScoreGGMCV(BaseEstimator):
         if self.selection != "ebic" and self.scheme == "shao" and n // k <= Xn.shape[1]:
             raise ValueError(f"scheme='shao' refits on one fold of {n // k} rows, fewer than "
                              f"d + 1 = {Xn.shape[1] + 1}: use fewer folds (cv) or "
-                             "scheme='kfold'")
+                             "scheme='kfold' (command line: --cv-scheme kfold)")
         if self.candidates == "path" and self.refit is None:
             raise ValueError("candidates='path' needs a refit ('gaussian' or 'support'): the "
                              "all-rows path has seen the held-out rows, only a refit on the "
