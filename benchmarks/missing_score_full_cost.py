@@ -8,6 +8,15 @@ penalties (timed at ``--frac`` of the path). Each experiment's total is the sum 
 steps / penalties (true of the fitting loops; the warm start is counted in full).
 
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/missing_score_full_cost.py
+
+``--from-cells DIR`` instead reads the CPU seconds the finished ``--full`` cells recorded
+(``benchmarks/missing_score_full_cells.py``), per experiment and level, and estimates what the
+unfinished cells will cost from them (a level with no finished cell takes the mean of the
+experiment's measured levels, flagged). This is the estimate to trust once cells have run:
+the unit timings above were taken before the EM and pairwise-covariance speed-ups, at load 18.
+
+    .venv/bin/python benchmarks/missing_score_full_cost.py \\
+        --from-cells data/missing_score/full_cells --out data/missing_score/full_cost.json
 """
 
 from __future__ import annotations
@@ -16,15 +25,73 @@ import argparse
 import json
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
+
+LEVELS = {"missing_score-truncated-gaussian": "ns", "missing_score-star-auc": "p_missing",
+          "missing_score-dimension-sweep": "ds"}
+
+
+def from_cells(root: Path) -> dict:
+    """Measured cost per cell (CPU seconds; wall seconds for old cells without CPU time) and
+    the estimated cost of the cells not yet run, per experiment."""
+    from icml25.core import load_experiments, select
+
+    load_experiments()
+    est: dict = {"method": "measured from the finished --full cells (CPU seconds per cell); "
+                           "unfinished cells estimated from the mean of their level",
+                 "cells_dir": str(root)}
+    left = 0.0
+    for name, key in LEVELS.items():
+        (exp,) = select([name])
+        full = exp.full
+        levels, reps = full[key], full["reps"]
+        per: dict[int, list[float]] = {i: [] for i in range(len(levels))}
+        wall_only = 0  # cells from before CPU time was recorded: wall time, an upper bound
+        for f in sorted((root / name).glob("level*_rep*.json")):
+            i = int(f.stem.split("_")[0][5:])
+            c = json.loads(f.read_text())
+            wall_only += "cpu_seconds" not in c
+            per[i].append(float(c.get("cpu_seconds", c["seconds"])))
+        measured = [v for vs in per.values() for v in vs]
+        if not measured:
+            est[name] = {"cells": len(levels) * reps, "finished": 0,
+                         "remaining_cpu_hours": None, "note": "no cell finished: not measured"}
+            continue
+        fallback = float(np.mean(measured))
+        by_level, remaining = {}, 0.0
+        for i, lv in enumerate(levels):
+            mean = float(np.mean(per[i])) if per[i] else fallback
+            by_level[f"{key}={lv}"] = {"finished": len(per[i]), "of": reps,
+                                       "cpu_seconds_per_cell": round(mean, 1),
+                                       **({} if per[i] else {"extrapolated": True})}
+            remaining += (reps - len(per[i])) * mean
+        left += remaining
+        est[name] = {"cells": len(levels) * reps, "finished": len(measured),
+                     "cells_timed_by_wall_clock": wall_only,
+                     "finished_cpu_hours": round(sum(measured) / 3600, 2),
+                     "remaining_cpu_hours": round(remaining / 3600, 2), "by_level": by_level}
+    est["remaining_cpu_hours_total"] = round(left / 3600, 2)
+    est["note"] = ("one thread per run; wall time equals CPU time on an idle core and was "
+                   "1-2x it on the shared 2-core VM")
+    return est
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--frac", type=float, default=0.1)
     ap.add_argument("--out", default=None, help="write the estimate as JSON here")
+    ap.add_argument("--from-cells", type=Path, default=None,
+                    help="estimate from the finished --full cells in this folder instead")
     a = ap.parse_args()
+    if a.from_cells is not None:
+        est = from_cells(a.from_cells)
+        text = json.dumps(est, indent=1)
+        print(text)
+        if a.out:
+            Path(a.out).write_text(text + "\n")
+        return
     import torch
 
     torch.set_num_threads(1)

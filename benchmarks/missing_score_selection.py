@@ -10,9 +10,13 @@ Setting: d = 20, n = 500, 30% MCAR, star and random sparse (p_edge = 0.1) graphs
 - the selection rules, all read from those same fits: extended BIC (``ebic-<gamma>``,
   observed-data Gaussian log-likelihood of the Gaussian-likelihood refit on all rows); K-fold
   CV of the held-out score-matching loss of the observed coordinates, minimum (``*-min``) and
-  one-standard-error rule toward sparser penalties (``*-1se``), in three variants:
-  ``cv-path-gauss`` (``--with-cv-path``; MissingScoreGGMCV's default: the all-rows path's edge
-  sets refitted by Gaussian likelihood on the training folds, one path fit),
+  one-standard-error rule toward sparser penalties (``*-1se``), in six variants:
+  ``cv-shao-cov`` (``--with-cv-path``; MissingScoreGGMCV's default: the all-rows path's edge
+  sets refitted by Gaussian likelihood on ONE fold and scored on the other four (Shao's
+  leave-many-out CV), the loss preconditioned by the training fold's covariance),
+  ``cv-shao-plain`` (the same, plain loss), ``cv-path-cov`` (ordinary K-fold: refit on four
+  folds, score on one; preconditioned loss), ``cv-path-gauss`` (ordinary K-fold, plain loss:
+  the default before session 12),
   ``cv-fold-gauss`` (``--with-cv-fold``: each fold's own path, Gaussian refit, K + 1 fits)
   and ``cv`` (``--with-cv``: each fold's own path, score-matching refit; the first CV);
 - sklearn's GraphicalLassoCV on mean-imputed standardised data.
@@ -52,22 +56,35 @@ def problem(graph: str, seed: int, d=20, n=500, p_missing=0.3):
     return X, adj
 
 
-def _cv_choices(c: dict, name: str, X, adj, seed, path_polish, **kw) -> None:
-    """Run MissingScoreGGMCV with ``kw`` and record its CV-minimum and one-SE choices."""
+def _cv_choices(c: dict, name: str, X, adj, seed, path_polish, full=None, **kw) -> None:
+    """Record MissingScoreGGMCV's CV-minimum and one-SE choices with settings ``kw``.
+
+    With ``full`` (the all-rows path, fitted once per cell) and ``candidates="path"`` the
+    class's own ``_cv`` scores that path instead of refitting it: exactly what ``fit`` does
+    (``test_cv_on_the_all_rows_path_scores_its_own_edge_sets_with_one_path_fit`` checks that
+    its estimate is that path's point at ``alpha_``), at one path fit per cell for every
+    variant. Without it, ``fit`` runs in full and its estimate is checked against the path."""
+    from types import SimpleNamespace
+
     from icml25.missing_score import MissingScoreGGMCV
     from icml25.missing_score.selection import one_se_index
 
     t0 = time.perf_counter()
-    cv = MissingScoreGGMCV(random_state=seed, selection="cv", path_polish=path_polish,
-                           **kw).fit(X)
+    cv = MissingScoreGGMCV(random_state=seed, selection="cv", path_polish=path_polish, **kw)
+    if full is not None and kw.get("candidates") == "path":
+        cv._ggm = lambda **_: SimpleNamespace(fit=lambda _X: full)
+        cv._cv(X, np.asarray(c["alphas"]), {}, cv.cv)
+    else:
+        cv.fit(X)
+        assert np.allclose(cv.cv_alphas_, c["alphas"])
     c[f"seconds_{name}"] = time.perf_counter() - t0
-    assert np.allclose(cv.cv_alphas_, c["alphas"])
     r = cv.cv_results_
     c["choice"][f"{name}-min"] = int(np.argmin(r["mean_test_loss"]))
     c["choice"][f"{name}-1se"] = one_se_index(r["mean_test_loss"], r["std_test_loss"], cv.cv)
-    # the estimate is the all-rows path point at the chosen penalty (the F1 read from f1_path)
-    got = f1(cv.precision_ * np.outer(cv.scale_, cv.scale_), adj, cv.best_estimator_.threshold)
-    assert abs(got - c["f1_path"][c["choice"][f"{name}-min"]]) < 1e-12, (got, name)
+    if full is None:  # the estimate is the all-rows path point at the chosen penalty
+        got = f1(cv.precision_ * np.outer(cv.scale_, cv.scale_), adj,
+                 cv.best_estimator_.threshold)
+        assert abs(got - c["f1_path"][c["choice"][f"{name}-min"]]) < 1e-12, (got, name)
 
 
 def cell(graph: str, seed: int, path_polish: int, old: dict | None, with_cv: bool,
@@ -81,13 +98,21 @@ def cell(graph: str, seed: int, path_polish: int, old: dict | None, with_cv: boo
     X, adj = problem(graph, seed)
     n, d = X.shape
     c = dict(old or {})
+    grid = MissingScoreGGMCV(random_state=seed, path_polish=path_polish)._grid(X)
+    paths = []  # the full-data path, fitted at most once per cell
+
+    def full_path():
+        # the estimator MissingScoreGGMCV returns at each penalty
+        if not paths:
+            paths.append(MissingScoreGGM(
+                alpha=float(grid[-1]), alpha_max=float(grid[0]), n_alphas=grid.size,
+                n_iter_polish=0 if path_polish else 30, n_iter_path_polish=path_polish,
+                random_state=seed).fit(X))
+        return paths[0]
+
     if "f1_path" not in c:
-        grid = MissingScoreGGMCV(random_state=seed, path_polish=path_polish)._grid(X)
-        # the full-data path: the estimator MissingScoreGGMCV returns at each penalty
         t0 = time.perf_counter()
-        full = MissingScoreGGM(alpha=float(grid[-1]), alpha_max=float(grid[0]),
-                               n_alphas=grid.size, n_iter_polish=0 if path_polish else 30,
-                               n_iter_path_polish=path_polish, random_state=seed).fit(X)
+        full = full_path()
         e = ebic_path(full, X, 0.0)
         t_path = time.perf_counter() - t0
         sc = np.outer(full.scale_, full.scale_)
@@ -106,15 +131,26 @@ def cell(graph: str, seed: int, path_polish: int, old: dict | None, with_cv: boo
              for ll, k in zip(c["loglik"], c["n_edges_path"], strict=True)]
         c["choice"][f"ebic-{gamma:g}"] = int(np.argmin(v))
     if with_cv_path and "cv-path-gauss-min" not in c["choice"]:
-        _cv_choices(c, "cv-path-gauss", X, adj, seed, path_polish, candidates="path",
-                    refit="gaussian")
+        _cv_choices(c, "cv-path-gauss", X, adj, seed, path_polish, full_path(), candidates="path",
+                    refit="gaussian", preconditioner="identity", scheme="kfold")
+    if with_cv_path and "cv-path-cov-min" not in c["choice"]:
+        _cv_choices(c, "cv-path-cov", X, adj, seed, path_polish, full_path(), candidates="path",
+                    refit="gaussian", preconditioner="covariance", scheme="kfold")
+    if with_cv_path and "cv-shao-cov-min" not in c["choice"]:
+        _cv_choices(c, "cv-shao-cov", X, adj, seed, path_polish, full_path(), candidates="path",
+                    refit="gaussian", preconditioner="covariance", scheme="shao")
+    if with_cv_path and "cv-shao-plain-min" not in c["choice"]:
+        _cv_choices(c, "cv-shao-plain", X, adj, seed, path_polish, full_path(),
+                    candidates="path",
+                    refit="gaussian", preconditioner="identity", scheme="shao")
     if with_cv_fold and "cv-fold-gauss-min" not in c["choice"]:
         _cv_choices(c, "cv-fold-gauss", X, adj, seed, path_polish, candidates="fold",
-                    refit="gaussian")
+                    refit="gaussian", preconditioner="identity", scheme="kfold")
     if with_cv and "cv-min" not in c["choice"]:
         t0 = time.perf_counter()
         cv = MissingScoreGGMCV(random_state=seed, selection="cv", candidates="fold",
-                               refit="support", path_polish=path_polish).fit(X)
+                               refit="support", preconditioner="identity", scheme="kfold",
+                               path_polish=path_polish).fit(X)
         c["seconds_cv"] = time.perf_counter() - t0
         assert np.allclose(cv.cv_alphas_, c["alphas"])
         r = cv.cv_results_
@@ -148,7 +184,8 @@ def main():
                          "about 6x the cost of EBIC)")
     ap.add_argument("--with-cv-path", action="store_true",
                     help="also run MissingScoreGGMCV's default CV (all-rows path's edge sets, "
-                         "Gaussian refit on the training folds)")
+                         "Gaussian refit on the training folds, covariance-preconditioned "
+                         "loss) and the same with the plain loss")
     ap.add_argument("--with-cv-fold", action="store_true",
                     help="also run the CV with each fold's own path and the Gaussian refit")
     ap.add_argument("--path-polish", type=int, default=3,

@@ -94,6 +94,7 @@ def test_graph_reports_the_cv_alpha_and_accepts_a_fixed_one(tmp_path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["alpha_selection"] == "cv" and out["cv"]["folds"] == 3
+    assert out["cv"]["scheme"] == "shao" and out["cv"]["preconditioner"] == "covariance"
     assert out["alpha"] in out["cv"]["alphas"] and len(out["cv"]["mean_test_loss"]) == 8
     assert (tmp_path / "data_graph.png").stat().st_size > 1000
     # the default: extended BIC, reported with its curve and the edge count of each penalty
@@ -115,3 +116,10 @@ def test_graph_reports_the_cv_alpha_and_accepts_a_fixed_one(tmp_path):
     assert res.exit_code == 0 and "alpha=0.05," in res.output and "CV" not in res.output
     res = CliRunner().invoke(app, ["graph", str(f), "--no-figure", "--alpha", "lots"])
     assert res.exit_code == 2 and "--alpha must be 'auto' or a number" in res.output
+    # Shao's CV refits on one fold: too few rows per fold is a clear error naming the way out
+    res = CliRunner().invoke(app, ["graph", str(f), "--no-figure", "--selection", "cv",
+                                   "--cv", "100", "--n-alphas", "3"])
+    assert res.exit_code == 2 and "scheme='kfold'" in res.output, res.output
+    res = CliRunner().invoke(app, ["graph", str(f), "--no-figure", "--selection", "cv",
+                                   "--cv-scheme", "loo", "--n-alphas", "3"])
+    assert res.exit_code == 2 and "scheme must be one of" in res.output

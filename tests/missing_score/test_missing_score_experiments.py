@@ -76,6 +76,20 @@ def test_full_runs_resume_from_stored_cells(name, tmp_path):
     changed = exp.func(_ctx(exp, dict(s, cached_only=True, n=150) if "n" in s
                             else dict(s, cached_only=True, n_iter=31), tmp_path))
     assert changed.notes[0] == "PARTIAL: 0 of 4 cells finished"
+    # no finished cell: no claim is judged (not "contradicts" on NaN)
+    assert {c.verdict for c in changed.comparisons} == {"not comparable"}, changed.comparisons
+
+
+def test_star_summary_without_cells_judges_nothing(tmp_path):
+    """A --full summary before any star cell has run names no best method (it once said
+    "Marg-IW: contradicts" from a table of NaN)."""
+    load_experiments()
+    (exp,) = select(["missing_score-star-auc"])
+    s = dict(exp.quick, **TINY["missing_score-star-auc"], cells_dir=str(tmp_path / "cells"),
+             cached_only=True)
+    out = exp.func(_ctx(exp, s, tmp_path))
+    assert out.notes[0].startswith("PARTIAL: 0 of")
+    assert {c.verdict for c in out.comparisons} == {"not comparable"}, out.comparisons
 
 
 def test_quick_cells_do_not_depend_on_order(tmp_path):

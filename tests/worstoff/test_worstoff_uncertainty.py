@@ -125,6 +125,53 @@ def test_evaluate_json_has_intervals(tmp_path):
     assert set(b["lever"]) <= {"expand access", "improve prediction", "unclear"}
 
 
+def test_delta_alpha_star_bootstrap_point_equals_the_estimator_and_is_seeded():
+    from icml25.worstoff import bootstrap_delta_alpha_star, delta_alpha_star
+
+    rng = np.random.default_rng(7)
+    y = rng.normal(size=1500)
+    good = y + rng.normal(0, 1.2, y.size)
+    simple = np.round(y + rng.normal(0, 3.0, y.size), 1)  # ties
+    al = np.array([0.05, 0.1, 0.2, 0.4, 0.7])
+    for lower in (True, False):
+        d, ci = bootstrap_delta_alpha_star(y, good, simple, al, 0.2, n_boot=100, seed=3,
+                                           lower_is_worse=lower)
+        ref = delta_alpha_star(y, good, simple, al, 0.2, lower_is_worse=lower)
+        np.testing.assert_array_equal(np.isnan(d), np.isnan(ref))
+        np.testing.assert_allclose(d[~np.isnan(d)], ref[~np.isnan(ref)], rtol=0, atol=1e-12)
+        assert ci.shape == (5, 2) and np.all(ci[:, 0] <= ci[:, 1])
+        ok = ~np.isnan(d)
+        assert np.all((ci[ok, 0] <= d[ok]) & (d[ok] <= ci[ok, 1]))
+    again = bootstrap_delta_alpha_star(y, good, simple, al, 0.2, n_boot=100, seed=3)[1]
+    np.testing.assert_array_equal(again, bootstrap_delta_alpha_star(
+        y, good, simple, al, 0.2, n_boot=100, seed=3)[1])
+    # the same predictor needs no extra capacity: the interval is [0, 0]
+    _, same = bootstrap_delta_alpha_star(y, good, good, al, 0.2, n_boot=50, seed=0)
+    assert np.all(same == 0)
+
+
+def test_evaluate_json_with_a_baseline_has_every_printed_interval(tmp_path):
+    y, p = _gaussian(800, seed=3)
+    path = tmp_path / "d.csv"
+    base = np.round(p * 2) / 2
+    path.write_text("y,p,b\n" + "\n".join(f"{a},{c},{d}" for a, c, d in zip(y, p, base,
+                                                                              strict=True)))
+    args = ["evaluate", str(path), "--outcome", "y", "--prediction", "p", "--baseline", "b",
+            "--beta", "0.2", "--n-boot", "100", "--out", str(tmp_path / "f")]
+    res = CliRunner().invoke(app, args + ["--json"])
+    assert res.exit_code == 0, res.output
+    (b,) = json.loads(res.stdout)["betas"]
+    assert len(b["delta_alpha_star_ci"]) == len(b["delta_alpha_star"]) == len(b["alphas"])
+    for v, ci in zip(b["delta_alpha_star"], b["delta_alpha_star_ci"], strict=True):
+        hi = np.inf if ci[1] is None else ci[1]
+        assert v is None or ci[0] <= v <= hi
+    text = CliRunner().invoke(app, args).stdout
+    assert "Delta-alpha* (CI)" in text and "(CI)" in text
+    # every printed recall of the table comes with its interval
+    html = (tmp_path / "f" / "report.html").read_text()
+    assert "recall of the better model (CI)" in html and "Delta-alpha* (CI)" in html
+
+
 def test_evaluate_constant_predictor_warns_and_recommends_nothing(tmp_path):
     y, _ = _gaussian(500, seed=4)
     path = _write(tmp_path, y, np.full_like(y, 3.0))
@@ -216,5 +263,7 @@ def test_bootstrap_par_interval_coverage():
         ev = bootstrap_evaluation(y, yhat, ALPHAS, beta, n_boot=400, seed=k)
         hits += (ev.par_ci[:, 0] <= truth) & (truth <= ev.par_ci[:, 1])
         hits_v += (ev.recall_ci[:, 0] <= v_true) & (v_true <= ev.recall_ci[:, 1])
+    print(f"PAR interval coverage at alpha {ALPHAS.tolist()}: {(hits / reps).tolist()}; "
+          f"recall: {(hits_v / reps).tolist()}")
     assert np.all(hits / reps >= 0.93), hits / reps
     assert np.all(hits_v / reps >= 0.91), hits_v / reps

@@ -7,7 +7,34 @@ import warnings
 import numpy as np
 from sklearn.utils import check_array
 
-__all__ = ["check_missing_array"]
+__all__ = ["COMPLETE_ROWS_PER_FEATURE", "TooFewCompleteRowsWarning", "check_complete_rows",
+           "check_missing_array"]
+
+# method="complete" warns below this many fully observed rows per variable
+COMPLETE_ROWS_PER_FEATURE = 10
+
+
+class TooFewCompleteRowsWarning(UserWarning):
+    """A method that uses only fully observed rows has too few of them for the dimension."""
+
+
+def check_complete_rows(obs: np.ndarray, method: str = "complete", stacklevel: int = 4) -> int:
+    """The number of fully observed rows of the mask ``obs`` (n, d); raises when there is none
+    and warns (:class:`TooFewCompleteRowsWarning`, with the counts) below
+    max(COMPLETE_ROWS_PER_FEATURE * d, 2 d + 1)."""
+    n, d = obs.shape
+    n_complete = int(np.asarray(obs, bool).all(-1).sum())
+    if n_complete == 0:
+        raise ValueError(f"method={method!r} needs at least one fully observed row")
+    need = max(COMPLETE_ROWS_PER_FEATURE * d, 2 * d + 1)
+    if n_complete < need:
+        warnings.warn(
+            f"method={method!r} fits on the {n_complete} fully observed row(s) of {n} "
+            f"({n_complete / n:.1%}) for {d} variables; fewer than "
+            f"{COMPLETE_ROWS_PER_FEATURE} per variable ({need}) gives an unreliable "
+            f"fit (it can rank edges worse than chance). Use method='iw' or 'em', "
+            f"which use every observed entry", TooFewCompleteRowsWarning, stacklevel=stacklevel)
+    return n_complete
 
 
 def check_missing_array(X, *, min_rows: int = 2, name: str = "X"):

@@ -26,13 +26,17 @@ def graph(
              "(MissingScoreGGMCV); a number fixes it.")] = "auto",
     selection: Annotated[str, typer.Option(
         help="How --alpha auto chooses: ebic (extended BIC of the observed-data Gaussian "
-             "likelihood, one path fit; default), cv (K-fold CV of the held-out score-matching "
-             "loss of each path point's edge set refitted by Gaussian likelihood on the "
-             "training folds) or cv-1se (the sparsest penalty within one standard error of "
-             "the CV minimum).")] = "ebic",
+             "likelihood, one path fit; default), cv (Shao's cross-validation: each path "
+             "point's edge set refitted by Gaussian likelihood on one of --cv folds and scored "
+             "on the others by the held-out score-matching loss of the observed coordinates, "
+             "preconditioned by the fold's covariance; the minimum) or cv-1se (the sparsest "
+             "penalty within one standard error of that minimum).")] = "ebic",
     ebic_gamma: Annotated[float, typer.Option(
         min=0.0, help="Extended-BIC gamma (0 = BIC; larger = sparser).")] = 0.5,
     cv: Annotated[int, typer.Option(min=2, help="Folds for --selection cv / cv-1se.")] = 5,
+    cv_scheme: Annotated[str, typer.Option(
+        help="shao (refit on one fold, score on the others; default) or kfold (refit on the "
+             "others, score on one; needs fewer rows per fold).")] = "shao",
     n_alphas: Annotated[int | None, typer.Option(
         min=1, help="Penalties on the path (default 20 with --alpha auto, 30 otherwise).")]
     = None,
@@ -80,7 +84,7 @@ def graph(
     auto = alpha.strip().lower() == "auto"
     if auto:
         est = MissingScoreGGMCV(method=method, alphas=n_alphas or 20, cv=cv,
-                                selection=selection, ebic_gamma=ebic_gamma,
+                                selection=selection, ebic_gamma=ebic_gamma, scheme=cv_scheme,
                                 positive_definite=pd, random_state=seed)
     else:
         try:
@@ -113,6 +117,7 @@ def graph(
                               "n_edges": [int(k) for k in r["n_edges"]]})
         else:
             cv_report.update({"folds": cv, "refit": est.refit,
+                              "preconditioner": est.preconditioner, "scheme": est.scheme,
                               "mean_test_loss": _floats(est.cv_results_["mean_test_loss"]),
                               "std_test_loss": _floats(est.cv_results_["std_test_loss"])})
         est = est.best_estimator_
@@ -145,8 +150,9 @@ def graph(
     from rich.console import Console
     from rich.table import Table
 
-    how = {"ebic": f"extended BIC, gamma={ebic_gamma:g}", "cv": f"{cv}-fold CV",
-           "cv-1se": f"{cv}-fold CV, one-SE rule"}.get(selection, selection)
+    how = {"ebic": f"extended BIC, gamma={ebic_gamma:g}",
+           "cv": f"{cv}-fold {cv_scheme} CV",
+           "cv-1se": f"{cv}-fold {cv_scheme} CV, one-SE rule"}.get(selection, selection)
     chosen = f"alpha={alpha_used:.4g}" + (f" (chosen by {how})" if auto else "")
     table = Table(title=f"{len(edges)} edge(s), method={method}, {chosen}, "
                   f"{X.shape[0]} rows, {np.isnan(X).mean():.0%} missing")

@@ -11,7 +11,11 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from icml25.missing_score._validation import check_missing_array
+from icml25.missing_score._validation import (
+    TooFewCompleteRowsWarning,
+    check_complete_rows,
+    check_missing_array,
+)
 from icml25.missing_score.domains import Domain
 from icml25.missing_score.fitting import Objective, to_tensors
 from icml25.missing_score.models import GaussianModel
@@ -19,14 +23,6 @@ from icml25.missing_score.models import GaussianModel
 __all__ = ["MissingScoreGGM", "TooFewCompleteRowsWarning"]
 
 _GGM_METHODS = ("iw", "variational", "em", "zeroed", "complete")
-# method="complete" warns below this many fully observed rows per variable
-COMPLETE_ROWS_PER_FEATURE = 10
-
-
-class TooFewCompleteRowsWarning(UserWarning):
-    """A method that uses only fully observed rows has too few of them for the dimension."""
-
-
 class MissingScoreGGM(BaseEstimator):
     """Sparse precision matrix from data with missing values (NaN), by score matching.
 
@@ -223,17 +219,7 @@ class MissingScoreGGM(BaseEstimator):
         model = GaussianModel(d, learn_mean=False, parametrization="symmetric")
         x0, ob = to_tensors(Z, obs)
         if self.method == "complete":
-            n_complete = int((ob > 0).all(-1).sum())
-            if n_complete == 0:
-                raise ValueError("method='complete' needs at least one fully observed row")
-            need = max(COMPLETE_ROWS_PER_FEATURE * d, 2 * d + 1)
-            if n_complete < need:
-                warnings.warn(
-                    f"method='complete' fits on the {n_complete} fully observed row(s) of {n} "
-                    f"({n_complete / n:.1%}) for {d} variables; fewer than "
-                    f"{COMPLETE_ROWS_PER_FEATURE} per variable ({need}) gives an unreliable "
-                    f"graph (it can rank edges worse than chance). Use method='iw' or 'em', "
-                    f"which use every observed entry", TooFewCompleteRowsWarning, stacklevel=3)
+            check_complete_rows(obs)
 
         def batch():
             if self.batch_size >= n:

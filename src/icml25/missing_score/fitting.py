@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from icml25.missing_score._validation import check_missing_array
+from icml25.missing_score._validation import check_complete_rows, check_missing_array
 from icml25.missing_score.domains import Domain
 from icml25.missing_score.objectives import (
     em_loss,
@@ -127,6 +127,8 @@ def fit_density(model, X, method: str = "iw", *, n_iter: int = 1000, lr: float =
     Xc, obs, _ = check_missing_array(X)
     if Xc.shape[1] != model.dim:
         raise ValueError(f"X has {Xc.shape[1]} features but the model has dim={model.dim}")
+    if method == "complete":
+        check_complete_rows(obs, stacklevel=3)
     gen = torch.Generator().manual_seed(int(np.random.SeedSequence(seed).generate_state(1)[0]))
     objective = Objective(method, model.dim, generator=gen, **objective_kw)
     x0, ob = to_tensors(Xc, obs)

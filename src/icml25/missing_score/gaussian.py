@@ -28,12 +28,20 @@ def marginal_precision(precision, observed) -> np.ndarray:
     return P[np.ix_(o, o)] - P[np.ix_(o, m)] @ np.linalg.solve(P[np.ix_(m, m)], P[np.ix_(m, o)])
 
 
-def exact_marginal_loss(precision, mean, X) -> float:
+def exact_marginal_loss(precision, mean, X, metric=None) -> float:
     """Mean over rows of the exact marginal score-matching loss of the model N(mean, P^{-1}):
     ||K_o (x_o - mu_o)||^2 - 2 tr K_o with K_o the marginal precision of the row's observed set
-    (NaN marks missing). This equals Marg-IW's objective as r -> infinity."""
+    (NaN marks missing). This equals Marg-IW's objective as r -> infinity.
+
+    ``metric`` (a fixed positive-definite (d, d) matrix A, default the identity) gives the
+    preconditioned loss (K_o r)' A_oo (K_o r) - 2 tr(A_oo K_o), r = x_o - mu_o: Hyvarinen's
+    loss after the change of variables x -> A^{-1/2} x, still minimised at the true density.
+    Its population excess for a centred Gaussian is tr(A_oo D S_oo D), D = K_o - S_oo^{-1};
+    with A = S that is tr((S D)^2), four times KL(truth || model) to second order and
+    invariant under linear changes of coordinates."""
     X = np.asarray(X, dtype=float)
     mu = np.asarray(mean, dtype=float)
+    A = None if metric is None else np.asarray(metric, dtype=float)
     obs = ~np.isnan(X)
     total = 0.0
     patterns, inverse = np.unique(obs, axis=0, return_inverse=True)
@@ -42,7 +50,13 @@ def exact_marginal_loss(precision, mean, X) -> float:
         if not pat.any():
             continue
         K = marginal_precision(precision, pat)
-        total += float(((rows @ K) ** 2).sum() - 2.0 * np.trace(K) * rows.shape[0])
+        g = rows @ K
+        if A is None:
+            total += float((g**2).sum() - 2.0 * np.trace(K) * rows.shape[0])
+        else:
+            Ao = A[np.ix_(pat, pat)]
+            total += float(np.einsum("ij,jk,ik->", g, Ao, g)
+                           - 2.0 * np.trace(Ao @ K) * rows.shape[0])
     return total / X.shape[0]
 
 

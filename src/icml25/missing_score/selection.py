@@ -16,11 +16,22 @@ from icml25.missing_score.estimator import MissingScoreGGM
 from icml25.missing_score.gaussian import exact_marginal_loss, marginal_precision
 
 __all__ = ["MissingScoreGGMCV", "ebic_path", "extended_bic", "gaussian_support_refit",
-           "held_out_loss", "observed_loglik", "one_se_index", "support_refit"]
+           "held_out_loss", "lift_pd", "observed_loglik", "one_se_index", "support_refit"]
 
 SELECTIONS = ("cv", "cv-1se", "ebic")
 REFITS = ("gaussian", "support", None)
 CANDIDATES = ("path", "fold")
+PRECONDITIONERS = ("covariance", "identity")
+SCHEMES = ("shao", "kfold")
+
+
+def lift_pd(S, ridge: float = 1e-6) -> np.ndarray:
+    """Symmetric ``S`` with its smallest eigenvalue lifted to ``ridge`` x its mean diagonal when
+    below (a pairwise-complete covariance can be indefinite)."""
+    S = 0.5 * (np.asarray(S, dtype=float) + np.asarray(S, dtype=float).T)
+    floor = ridge * float(np.mean(np.diag(S)))
+    w = np.linalg.eigvalsh(S).min()
+    return S + (floor - w) * np.eye(S.shape[0]) if w < floor else S
 
 
 def support_refit(S, support) -> np.ndarray:
@@ -48,12 +59,8 @@ def gaussian_support_refit(S, support, *, max_iter: int = 200, tol: float = 1e-8
     whenever ``S`` is; an indefinite ``S`` (possible for a pairwise-complete covariance) is
     first lifted to minimum eigenvalue ``ridge`` x its mean diagonal. Nested supports give
     non-decreasing likelihood, which the extended BIC relies on."""
-    S = 0.5 * (np.asarray(S, dtype=float) + np.asarray(S, dtype=float).T)
+    S = lift_pd(S, ridge)
     d = S.shape[0]
-    floor = ridge * float(np.mean(np.diag(S)))
-    w = np.linalg.eigvalsh(S).min()
-    if w < floor:
-        S = S + (floor - w) * np.eye(d)
     sup = np.asarray(support, bool) & ~np.eye(d, dtype=bool)
     sup = sup | sup.T
     W = S.copy()
@@ -77,15 +84,17 @@ def gaussian_support_refit(S, support, *, max_iter: int = 200, tol: float = 1e-8
     return P
 
 
-def held_out_loss(precision, mean, X) -> float:
+def held_out_loss(precision, mean, X, metric=None) -> float:
     """Score-matching loss of held-out rows ``X`` (NaN = missing) under N(mean, precision^-1),
     on each row's observed coordinates only: the mean of ||K_o (x_o - mu_o)||^2 - 2 tr K_o with
-    K_o the marginal precision (Schur complement) of the observed set. Lower is better; ``inf``
+    K_o the marginal precision (Schur complement) of the observed set, or with a fixed
+    preconditioner ``metric`` A the mean of (K_o r)' A_oo (K_o r) - 2 tr(A_oo K_o)
+    (:func:`~icml25.missing_score.gaussian.exact_marginal_loss`). Lower is better; ``inf``
     when a marginal precision cannot be formed (a singular missing block)."""
     if not np.all(np.isfinite(precision)):
         return float("inf")
     try:
-        out = exact_marginal_loss(precision, mean, X)
+        out = exact_marginal_loss(precision, mean, X, metric)
     except np.linalg.LinAlgError:
         return float("inf")
     return out if np.isfinite(out) else float("inf")
@@ -172,7 +181,8 @@ def one_se_index(mean, std, n_folds: int) -> int:
 
 class MissingScoreGGMCV(BaseEstimator):
     """:class:`MissingScoreGGM` with the penalty chosen along its path: by K-fold
-    cross-validation (``selection="cv-1se"``, default, or ``"cv"``) or by extended BIC
+    cross-validation (``selection="cv"``, default, or ``"cv-1se"``; by default in Shao's
+    leave-many-out form, see ``scheme``) or by extended BIC
     (``selection="ebic"``, the command line's default).
 
     The path's penalties come from a fit on all rows (``alpha_max`` down to
@@ -189,6 +199,26 @@ class MissingScoreGGMCV(BaseEstimator):
     held-out rows inform which edge sets are candidates but never their weights.
     ``candidates="fold"`` refits the whole path on each fold's training rows (K + 1 path
     fits, the classical scheme).
+
+    ``scheme="shao"`` (default) swaps the folds' roles: each edge set is refitted on ONE fold
+    (n / K rows) and scored on the other K - 1, Shao's (1993) leave-many-out cross-validation.
+    Ordinary K-fold CV (``scheme="kfold"``: refit on K - 1 folds, score on one) estimates
+    prediction error and, like AIC, keeps superfluous edges with non-vanishing probability;
+    Shao showed that choosing a model by CV is consistent only when the training share goes to
+    0 (he recommends n^(3/4) training rows: 106 of 500, close to n / 5). On star graphs K-fold
+    CV's minimum overshot the best penalty by one or two path points (docs/missing_score.md).
+    Shao's scheme removes that bias at its source, so its plain minimum (``selection="cv"``)
+    is the default rule; the one-standard-error rule, a heuristic against K-fold's
+    over-selection, then over-shrinks.
+
+    ``preconditioner="covariance"`` (default) scores with the score-matching loss preconditioned
+    by the training rows' covariance S (fixed within a fold): (K_o r)' S_oo (K_o r) -
+    2 tr(S_oo K_o), still a proper score-matching loss of the observed coordinates, whose excess
+    over the truth is tr((S D)^2) (four times the KL divergence to second order, invariant to
+    linear changes of coordinates). ``"identity"`` is the plain loss ||K_o r||^2 - 2 tr K_o,
+    whose excess tr(D S D) weighs precision errors by the data's scale; on random sparse graphs
+    its per-row losses grew heavy-tailed along the path and its minimum sat at 5-8 edges of
+    15-22 (docs/missing_score.md, "Choosing the penalty").
 
     ``refit="gaussian"`` (default) refits an edge set by Gaussian maximum likelihood
     (:func:`gaussian_support_refit`, positive definite); ``"support"`` by the unpenalised
@@ -225,6 +255,10 @@ class MissingScoreGGMCV(BaseEstimator):
         How a path point's edge set is refitted before it is scored (see above).
     candidates : {"path", "fold"}
         Score the all-rows path's edge sets (one path fit) or each fold's own path (K + 1).
+    preconditioner : {"covariance", "identity"}
+        The fixed metric of the held-out score-matching loss (see above).
+    scheme : {"shao", "kfold"}
+        Refit on one fold and score on the rest (Shao's CV), or the reverse (K-fold CV).
     selection : {"cv", "cv-1se", "ebic"}
         The rule: CV minimum, the sparsest penalty within one standard error of it, or the
         extended-BIC minimum.
@@ -260,10 +294,11 @@ class MissingScoreGGMCV(BaseEstimator):
     """
 
     def __init__(self, method: str = "iw", *, alphas=20, eps: float = 0.03, cv: int = 5,
-                 refit: str | None = "gaussian", selection: str = "cv-1se",
-                 candidates: str = "path", path_polish: int = 3,
-                 ebic_gamma: float = 0.5, positive_definite: str | None = None,
-                 pd_floor: float = 1e-3, ggm_params: dict | None = None, random_state=None):
+                 refit: str | None = "gaussian", selection: str = "cv",
+                 candidates: str = "path", preconditioner: str = "covariance",
+                 scheme: str = "shao", path_polish: int = 3, ebic_gamma: float = 0.5,
+                 positive_definite: str | None = None, pd_floor: float = 1e-3,
+                 ggm_params: dict | None = None, random_state=None):
         self.method = method
         self.selection = selection
         self.path_polish = path_polish
@@ -273,6 +308,8 @@ class MissingScoreGGMCV(BaseEstimator):
         self.cv = cv
         self.refit = refit
         self.candidates = candidates
+        self.preconditioner = preconditioner
+        self.scheme = scheme
         self.positive_definite = positive_definite
         self.pd_floor = pd_floor
         self.ggm_params = ggm_params
@@ -313,6 +350,15 @@ class MissingScoreGGMCV(BaseEstimator):
             raise ValueError(f"refit must be one of {REFITS}, got {self.refit!r}")
         if self.candidates not in CANDIDATES:
             raise ValueError(f"candidates must be one of {CANDIDATES}, got {self.candidates!r}")
+        if self.preconditioner not in PRECONDITIONERS:
+            raise ValueError(f"preconditioner must be one of {PRECONDITIONERS}, got "
+                             f"{self.preconditioner!r}")
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
+        if self.selection != "ebic" and self.scheme == "shao" and n // k <= Xn.shape[1]:
+            raise ValueError(f"scheme='shao' refits on one fold of {n // k} rows, fewer than "
+                             f"d + 1 = {Xn.shape[1] + 1}: use fewer folds (cv) or "
+                             "scheme='kfold' (command line: --cv-scheme kfold)")
         if self.candidates == "path" and self.refit is None:
             raise ValueError("candidates='path' needs a refit ('gaussian' or 'support'): the "
                              "all-rows path has seen the held-out rows, only a refit on the "
@@ -368,16 +414,21 @@ class MissingScoreGGMCV(BaseEstimator):
         # answers (one path fit instead of K); only their refits see the training rows alone
         shared = self._ggm(**path_kw).fit(Xn) if self.candidates == "path" else None
         for i, (tr, te) in enumerate(folds.split(Xn)):
+            if self.scheme == "shao":  # train on one fold, score on the other K - 1
+                tr, te = te, tr
             est = shared if shared is not None else self._ggm(**path_kw).fit(Xn[tr])
             Zte = (Xn[te] - est.location_) / est.scale_
-            if self.refit is not None:
-                S = pairwise_covariance((Xn[tr] - est.location_) / est.scale_)
+            S = pairwise_covariance((Xn[tr] - est.location_) / est.scale_)
+            # one fixed metric per fold (the training rows' covariance), the same for every
+            # candidate: the loss's excess is then tr((S D)^2), likelihood-like and invariant
+            # to linear changes of coordinates (see docs/missing_score.md)
+            metric = lift_pd(S) if self.preconditioner == "covariance" else None
             refit = {"gaussian": gaussian_support_refit, "support": support_refit}.get(self.refit)
             for j in range(grid.size):
                 Pz = est.path_[j] * np.outer(est.scale_, est.scale_)  # standardised units
                 if refit is not None:
                     Pz = refit(S, np.abs(Pz) > est.threshold)
-                losses[i, j] = held_out_loss(Pz, np.zeros(Pz.shape[0]), Zte)
+                losses[i, j] = held_out_loss(Pz, np.zeros(Pz.shape[0]), Zte, metric)
         mean, std = losses.mean(axis=0), losses.std(axis=0)
         self.cv_results_ = {"alphas": grid, "mean_test_loss": mean, "std_test_loss": std}
         for i in range(k):

@@ -112,7 +112,7 @@ def _read_columns(path: Path, columns: list[str], on_missing: str | None, dropna
 
 def _fmt_ci(ci, digits: str = ".3f") -> str:
     def f(v) -> str:
-        return "inf" if v == float("inf") else format(v, digits)
+        return "inf" if v == float("inf") else "nan" if v != v else format(v, digits)
 
     return f"[{f(ci[0])}, {f(ci[1])}]"
 
@@ -156,7 +156,7 @@ def evaluate(
     from rich.table import Table
 
     from icml25.core import save_figure
-    from icml25.worstoff.empirical import delta_alpha_star, empirical_value, r2_score
+    from icml25.worstoff.empirical import empirical_value, r2_score
     from icml25.worstoff.plots import (
         annotate_warnings,
         delta_alpha_curves,
@@ -164,7 +164,12 @@ def evaluate(
         recall_curves,
         smoothed_par_curves,
     )
-    from icml25.worstoff.uncertainty import bootstrap_evaluation, predictor_problems, smoothed_par
+    from icml25.worstoff.uncertainty import (
+        bootstrap_delta_alpha_star,
+        bootstrap_evaluation,
+        predictor_problems,
+        smoothed_par,
+    )
 
     beta = beta or [0.05, 0.15, 0.25]
     cols = [outcome, prediction] + ([baseline] if baseline else [])
@@ -200,7 +205,10 @@ def evaluate(
         if base is not None:
             curves[f"baseline (R2={r2_score(y, base):.3f})"] = {
                 b: empirical_value(y, base, grid, b, lower_is_worse=lower) for b in beta}
-            stars = {b: delta_alpha_star(y, yhat, base, alphas, b, lower_is_worse=lower)
+            # (Delta-alpha*, its interval) per beta
+            stars = {b: bootstrap_delta_alpha_star(y, yhat, base, alphas, b, n_boot=n_boot,
+                                                   level=level, seed=seed,
+                                                   lower_is_worse=lower)
                      for b in beta}
     except ValueError as exc:
         raise _fail(str(exc)) from None
@@ -222,7 +230,8 @@ def evaluate(
                   f"; points: raw PAR" + flag)
     if stars:
         figs["delta_alpha_star"] = delta_alpha_curves(
-            alphas, stars, title="Extra capacity the baseline needs")
+            alphas, {b: v for b, (v, _) in stars.items()},
+            title="Extra capacity the baseline needs")
     written = [save_figure(annotate_warnings(fig, problems), out / name)
                for name, fig in figs.items()]
     written.append(_html_report(out / "report.html", data, y.size, r2, evals, smooths, stars,
@@ -244,8 +253,10 @@ def evaluate(
             for k in ("n", "n_boot", "level", "seed", "r2", "r2_ci"):
                 d.pop(k)
             if stars:
-                d["delta_alpha_star"] = [None if not np.isfinite(v) else float(v)
-                                         for v in stars[b]]
+                v, vci = stars[b]
+                d["delta_alpha_star"] = [None if not np.isfinite(x) else float(x) for x in v]
+                d["delta_alpha_star_ci"] = [[None if not np.isfinite(x) else float(x)
+                                             for x in row] for row in vci]
             if smooths:
                 d["par_smooth"] = smooths[b].to_dict()
             doc["betas"].append(d)
@@ -268,20 +279,22 @@ def evaluate(
         cap = " / ".join(f"{c:.3f} {_fmt_ci(ci)}"
                          for c, ci in zip(ev.capacity, ev.capacity_ci, strict=True))
         par_head = f"PAR (steps {d_alpha:g}/{d_r2:g})" + (" MEANINGLESS" if problems else "")
-        table = Table("alpha", "recall", "recall CI", f"recall at +{d_alpha:g}",
-                      f"recall, R2+{d_r2:g}", par_head, "PAR CI",
+        table = Table("alpha", "recall", "recall CI", f"recall at +{d_alpha:g} (CI)",
+                      f"recall, R2+{d_r2:g} (CI)", par_head, "PAR CI",
                       *(["lever (equal costs)"] if not problems else []),
-                      *(["Delta-alpha*"] if stars else []),
+                      *(["Delta-alpha* (CI)"] if stars else []),
                       title=f"beta = {b:g}; capacity for 50/75/90% recall: {cap}")
         levers = ev.lever()
         for i, a in enumerate(alphas):
             row = [f"{a:.2f}", f"{ev.recall[i]:.3f}", _fmt_ci(ev.recall_ci[i]),
-                   f"{ev.recall_more_access[i]:.3f}", f"{ev.recall_better_prediction[i]:.3f}",
+                   f"{ev.recall_more_access[i]:.3f} {_fmt_ci(ev.recall_more_access_ci[i])}",
+                   f"{ev.recall_better_prediction[i]:.3f} "
+                   f"{_fmt_ci(ev.recall_better_prediction_ci[i])}",
                    f"{ev.par[i]:.3g}", _fmt_ci(ev.par_ci[i], ".3g")]
             if not problems:
                 row.append(levers[i])
             if stars:
-                row.append(f"{stars[b][i]:.3f}")
+                row.append(f"{stars[b][0][i]:.3f} {_fmt_ci(stars[b][1][i])}")
             table.add_row(*row)
         console.print(table)
     if not problems:
@@ -319,17 +332,21 @@ def _html_report(path: Path, data: Path, n: int, r2: float, evals: dict, smooths
                      + "".join(f"<li>{escape(p)}</li>" for p in problems) + "</ul></div>")
     for b, ev in evals.items():
         sm = smooths.get(b)
-        head = ["alpha", "recall", "recall CI", "PAR", "PAR CI"]
+        head = ["alpha", "recall", "recall CI", "recall one capacity step later (CI)",
+                "recall of the better model (CI)", "PAR", "PAR CI"]
         if sm is not None:
             head += ["smoothed PAR", "smoothed PAR CI"]
         if not problems:
             head.append("lever (equal costs)")
         if stars:
-            head.append("Delta-alpha*")
+            head.append("Delta-alpha* (CI)")
         rows = []
         levers = ev.lever()
         for i, a in enumerate(ev.alphas):
             cells = [f"{a:.2f}", f"{ev.recall[i]:.3f}", ci(ev.recall_ci[i]),
+                     f"{ev.recall_more_access[i]:.3f} {ci(ev.recall_more_access_ci[i])}",
+                     f"{ev.recall_better_prediction[i]:.3f} "
+                     f"{ci(ev.recall_better_prediction_ci[i])}",
                      f"{ev.par[i]:.3g}", ci(ev.par_ci[i], ".3g")]
             if sm is not None:
                 j = np.flatnonzero(np.isclose(sm.alphas, a))
@@ -338,7 +355,7 @@ def _html_report(path: Path, data: Path, n: int, r2: float, evals: dict, smooths
             if not problems:
                 cells.append(str(levers[i]))
             if stars:
-                cells.append(f"{stars[b][i]:.3f}")
+                cells.append(f"{stars[b][0][i]:.3f} {ci(stars[b][1][i])}")
             rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
         cap = " / ".join(f"{c:.3f} {ci(x)}"
                          for c, x in zip(ev.capacity, ev.capacity_ci, strict=True))

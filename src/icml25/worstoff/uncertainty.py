@@ -33,6 +33,7 @@ __all__ = [
     "MeaninglessPARWarning",
     "ScreeningEvaluation",
     "SmoothedPAR",
+    "bootstrap_delta_alpha_star",
     "bootstrap_evaluation",
     "predictor_problems",
     "smoothed_par",
@@ -95,9 +96,11 @@ def _at(cum: np.ndarray, alpha: np.ndarray, beta: float) -> np.ndarray:
 
 
 def _capacity(cum: np.ndarray, recall: np.ndarray, beta: float) -> np.ndarray:
+    """(b, k) capacity reaching ``recall``: (k,) targets shared by the rows or (b, k) own."""
     b, n1 = cum.shape
     total = beta * (n1 - 1)
-    target = recall[None, :] * total  # (1, k)
+    recall = np.atleast_2d(recall)
+    target = recall * total  # (1, k) or (b, k)
     idx = (cum[:, :, None] < (target - 1e-12 * total)[:, None, :]).sum(axis=1)  # (b, k)
     idx = np.clip(idx, 1, n1 - 1)
     lo = np.take_along_axis(cum, idx - 1, 1)
@@ -105,7 +108,7 @@ def _capacity(cum: np.ndarray, recall: np.ndarray, beta: float) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(hi > lo, (target - lo) / (hi - lo), 0.0)
     m = (idx - 1) + np.clip(frac, 0.0, 1.0)
-    m = np.where(recall[None, :] <= 0, 0.0, m)
+    m = np.where(recall <= 0, 0.0, m)
     return m / (n1 - 1)
 
 
@@ -237,14 +240,16 @@ def _check_step_and_warn(y, yhat, d_r2: float, warn: bool) -> list[str]:
     return problems
 
 
-def _bootstrap(y, yhat, n_boot, seed, chunk_elements, quantities):
-    """(point, draws): ``quantities(Y, P)`` (a dict of arrays over a (b, n) stack) on the data
-    and on ``n_boot`` seeded resamples of people, vectorised in chunks of about
-    ``chunk_elements`` cells; draws concatenated over resamples."""
+def _bootstrap(y, yhat, n_boot, seed, chunk_elements, quantities, *more):
+    """(point, draws): ``quantities(Y, P, *M)`` (a dict of arrays over (b, n) stacks of ``y``,
+    ``yhat`` and the further columns ``more``) on the data and on ``n_boot`` seeded resamples
+    of people, vectorised in chunks of about ``chunk_elements`` cells; draws concatenated over
+    resamples."""
     from icml25.core import make_rng
 
     n = y.size
-    point = quantities(y[None], yhat[None])
+    cols = (y, yhat, *more)
+    point = quantities(*(c[None] for c in cols))
     rng = make_rng(seed)
     per = max(1, int(chunk_elements) // n)
     draws: dict[str, list[np.ndarray]] = {k: [] for k in point}
@@ -252,7 +257,7 @@ def _bootstrap(y, yhat, n_boot, seed, chunk_elements, quantities):
     while done < n_boot:
         b = min(per, n_boot - done)
         idx = rng.integers(0, n, size=(b, n))
-        for k, v in quantities(y[idx], yhat[idx]).items():
+        for k, v in quantities(*(c[idx] for c in cols)).items():
             draws[k].append(v)
         done += b
     return point, {k: np.concatenate(v, axis=0) for k, v in draws.items()}
@@ -429,3 +434,42 @@ def smoothed_par(y, yhat, beta, d_alpha: float = 0.1, d_r2: float = 0.1, *, alph
     return SmoothedPAR(alphas=alphas, beta=beta, d_alpha=d_alpha, d_r2=d_r2,
                        bandwidth=bandwidth, n=y.size, n_boot=int(n_boot), level=level,
                        problems=problems, **fields)
+
+
+def bootstrap_delta_alpha_star(y, yhat_better, yhat_simple, alpha, beta, *, n_boot: int = 1000,
+                               level: float = 0.95,
+                               seed: int | np.random.Generator | None = 0,
+                               lower_is_worse: bool = True,
+                               chunk_elements: int = 4_000_000) -> tuple[np.ndarray, np.ndarray]:
+    """(Delta-alpha*, its percentile-bootstrap interval as (k, 2) rows) over ``alpha``.
+
+    The point estimate equals :func:`~icml25.worstoff.empirical.delta_alpha_star`; people are
+    resampled ``n_boot`` times (seeded) with both predictions, and on each resample the two
+    recall curves and the simpler model's capacity are recomputed. Where the simpler model
+    cannot catch up within 1 - beta the value is NaN; such resamples count as unbounded, so an
+    interval can end at ``inf`` (and a NaN point estimate keeps its interval).
+    """
+    y, yhat_better = check_outcomes(y, yhat_better, names=("y", "yhat_better"))
+    _, yhat_simple = check_outcomes(y, yhat_simple, names=("y", "yhat_simple"))
+    if not lower_is_worse:
+        y, yhat_better, yhat_simple = -y, -yhat_better, -yhat_simple
+    alphas = np.atleast_1d(check_fraction("alpha", alpha)).astype(float)
+    beta = float(check_fraction("beta", beta))
+    level = float(check_fraction("level", level))
+    if int(n_boot) < 10:
+        raise ValueError(f"n_boot must be at least 10, got {n_boot!r}")
+
+    def quantities(Y, P, B):
+        target = _at(_cum_caught(Y, P, beta), alphas, beta)
+        cum_s = _cum_caught(Y, B, beta)
+        simple = _at(cum_s, alphas, beta)
+        need = _capacity(cum_s, np.minimum(target, 1.0), beta)
+        d = np.where(target <= simple, 0.0, np.maximum(need - alphas, 0.0))
+        return {"delta": np.where(d >= 1.0 - beta, np.nan, d)}
+
+    point, draws = _bootstrap(y, yhat_better, int(n_boot), seed, chunk_elements, quantities,
+                              yhat_simple)
+    a = np.where(np.isnan(draws["delta"]), 1e300, draws["delta"])
+    lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
+    ci = np.stack([np.percentile(a, lo_q, axis=0), np.percentile(a, hi_q, axis=0)], -1)
+    return point["delta"][0], np.where(ci >= 1e299, np.inf, ci)
