@@ -47,3 +47,42 @@ def test_the_mdm_fills_masked_held_out_bytes_better_than_the_commonest_byte(held
     # measured on these 2,441 masked bytes: 0.328 against 0.270 for always-space -- a weak
     # model (docs/mdm.md: 400 steps on a shared CPU); the floor keeps it above the commonest byte
     assert acc > space + 0.03, (acc, space)
+
+
+def test_cli_evaluates_text_infilling_through_the_task_registry():
+    import json
+
+    from typer.testing import CliRunner
+
+    from icml25.mdm.cli import app
+
+    out = CliRunner().invoke(app, ["evaluate", "--task", "text", "--n", "3", "--planners",
+                                   "random,top_margin", "--bytes-per-step", "16"])
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.stdout)
+    assert set(report) == {"single", "multi"}
+    for kind in report:
+        for planner in ("random", "top_margin"):
+            score = report[kind]["16"][planner]
+            assert score["exact"]["n"] == 3 and 0 <= score["parses"]["rate"] <= 1
+    judge = CliRunner().invoke(app, ["evaluate", "--task", "text-causal", "--n", "8"])
+    assert judge.exit_code == 0, judge.output
+    assert 1 < json.loads(judge.stdout)["held_out"]["perplexity"] < 12
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--task", "text", "--steps", "4"], "--bytes-per-step, not --steps"),
+    (["--task", "sudoku", "--bytes-per-step", "2"], "bytes_per_step does not apply"),
+    (["--task", "text", "--bytes-per-step", "0"], "positive"),
+    (["--task", "chess"], "unknown task 'chess'"),
+    (["--task", "text-causal", "--model", "SHIPPED_TEXT"], "is not causal"),
+])
+def test_cli_evaluate_refuses_what_a_task_does_not_take(args, message):
+    from typer.testing import CliRunner
+
+    from icml25.mdm.cli import app
+    from icml25.mdm.model_io import shipped_path
+
+    args = [str(shipped_path("text")) if a == "SHIPPED_TEXT" else a for a in args]
+    out = CliRunner().invoke(app, ["evaluate", "--n", "2", *args])
+    assert out.exit_code != 0 and message in " ".join(out.output.split()), out.output
