@@ -147,7 +147,9 @@ def generate(
 
 @app.command()
 def train(
-    task: Annotated[str, typer.Option(help="sudoku | zebra | text")] = "sudoku",
+    task: Annotated[str, typer.Option(
+        help="sudoku | zebra | text (or sudoku-ar | text-causal, = --autoregressive)")]
+    = "sudoku",
     data: Annotated[list[Path] | None, typer.Option(
         help="sudoku .npz / zebra .jsonl data from `generate` (default: generate)")] = None,
     n_puzzles: Annotated[int, typer.Option(help="Base puzzles to generate when no --data.")] = 2000,
@@ -198,16 +200,14 @@ def train(
 ) -> None:
     """Train a Sudoku, Zebra or text masked diffusion model (resumable; works under torchrun)."""
     from icml25.mdm.model_io import load_model, write_training_card
-    from icml25.mdm.tasks import check_options, get_task, train_task
+    from icml25.mdm.tasks import check_options, train_task, training_task
     from icml25.nn import TrainConfig, is_main_process
     from icml25.nn.presets import get_preset, with_overrides
 
-    if task not in ("sudoku", "zebra", "text"):
-        raise typer.BadParameter("sudoku, zebra or text", param_hint="--task")
-    if autoregressive and task == "zebra":
-        raise typer.BadParameter("Sudoku and text only", param_hint="--autoregressive")
-    spec = get_task({"sudoku": "sudoku-ar", "text": "text-causal"}[task] if autoregressive
-                    else task)
+    try:
+        spec = training_task(task, autoregressive)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--task") from None
     try:
         recipe = with_overrides(get_preset(spec.preset, preset), steps=steps,
                                 batch_size=batch_size, lr=lr, warmup_steps=warmup,
@@ -257,7 +257,7 @@ def train(
         return  # every rank trained; rank 0 alone writes
     final = out / "model"
     model.save(final, extra={"task": task, "weighting": weighting or "elbo",
-                             "min_mask_rate": min_mask_rate, "autoregressive": autoregressive})
+                             "min_mask_rate": min_mask_rate, "autoregressive": spec.causal})
     write_training_card(final, "icml25 mdm train " + " ".join(sys.argv[3:]), log,
                         {spec.size_name: spec.size(data_set), "params": model.num_params(),
                          "preset": preset, "device": device, "precision": precision,

@@ -42,6 +42,7 @@ class Task:
     size_name: str = "base_puzzles"  # what ``size`` counts, the card's field name
     default_n: int = 1000  # held-out examples ``evaluate`` uses unless told
     eval_options: frozenset[str] = frozenset()  # the EVAL_OPTIONS this task understands
+    causal_variant: str | None = None  # the task ``train --autoregressive`` trains instead
 
 
 def _sudoku_load(files, n, seed):
@@ -191,7 +192,7 @@ def _judge_evaluate(model, data, planners, *, steps, noise, batch_size):
 TASKS: dict[str, Task] = {
     "sudoku": Task("sudoku", "mdm-sudoku", frozenset({"weighting", "cell_embeddings"}),
                    _sudoku_model_config, _sudoku_load, _sudoku_train, lambda d: len(d[0]),
-                   _sudoku_evaluate, _sudoku_held_out),
+                   _sudoku_evaluate, _sudoku_held_out, causal_variant="sudoku-ar"),
     "sudoku-ar": Task("sudoku-ar", "mdm-sudoku", frozenset(), _ar_model_config, _sudoku_load,
                       _ar_train, lambda d: len(d[0]), _sudoku_evaluate, _sudoku_held_out,
                       causal=True),
@@ -200,7 +201,7 @@ TASKS: dict[str, Task] = {
     "text": Task("text", "mdm-text", frozenset(), _text_model_config(), _text_load,
                  _text_train, lambda c: c.n_bytes(), _text_evaluate, _text_held_out,
                  size_name="train_bytes", default_n=100,
-                 eval_options=frozenset({"bytes_per_step"})),
+                 eval_options=frozenset({"bytes_per_step"}), causal_variant="text-causal"),
     "text-causal": Task("text-causal", "mdm-text", frozenset(), _text_model_config(True),
                         _text_load, _text_train, lambda c: c.n_bytes(), _judge_evaluate,
                         _text_held_out, causal=True, size_name="train_bytes", default_n=64),
@@ -212,6 +213,17 @@ def get_task(name: str) -> Task:
         return TASKS[name]
     except KeyError:
         raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}") from None
+
+
+def training_task(name: str, autoregressive: bool = False) -> Task:
+    """The task ``icml25 mdm train --task name [--autoregressive]`` trains."""
+    task = get_task(name)
+    if autoregressive:
+        if task.causal_variant is None:
+            raise ValueError(f"task {name} has no autoregressive variant; "
+                             f"{', '.join(t.name for t in TASKS.values() if t.causal_variant)} do")
+        task = get_task(task.causal_variant)
+    return task
 
 
 def check_options(task: Task, *, evaluating: bool = False, **options) -> dict:
