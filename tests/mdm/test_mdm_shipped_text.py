@@ -25,6 +25,17 @@ def test_cards_record_the_command(task):
     assert ("--autoregressive" in card["command"]) == (task == "text-causal")
 
 
+def test_the_mdm_card_is_the_full_recipe_of_reproduce():
+    from icml25.mdm.experiments import TEXT_JUDGE_PHASES, TEXT_MDM_PHASES
+
+    for task, phases in (("text", TEXT_MDM_PHASES), ("text-causal", TEXT_JUDGE_PHASES)):
+        card, steps = read_card(task), []
+        while card is not None:  # a warm restart nests the card of the model it began with
+            steps.insert(0, card["step"])
+            card = card.get("started_from")
+        assert steps == [n for n, _ in phases], task
+
+
 def test_the_judge_reads_held_out_code(held_out_windows):
     judge = load_model(task="text-causal")
     assert judge.cfg.causal
@@ -44,9 +55,10 @@ def test_the_mdm_fills_masked_held_out_bytes_better_than_the_commonest_byte(held
     logits[..., MASK] = float("-inf")
     acc = float((logits.argmax(-1) == x)[masked].float().mean())
     space = float((x == ord(" "))[masked].float().mean())  # the commonest byte in code
-    # measured on these 2,441 masked bytes: 0.328 against 0.270 for always-space -- a weak
-    # model (docs/mdm.md: 400 steps on a shared CPU); the floor keeps it above the commonest byte
-    assert acc > space + 0.03, (acc, space)
+    # measured on these 2,441 masked bytes: 0.528 against 0.270 for always-space (the model
+    # shipped before, 400 steps, got 0.328); the floor fails for that one and keeps this one
+    # far above the commonest byte
+    assert acc > 0.45 and acc > space + 0.15, (acc, space)
 
 
 def test_cli_evaluates_text_infilling_through_the_task_registry():

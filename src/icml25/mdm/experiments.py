@@ -277,7 +277,7 @@ TEXT_PUBLISHED = {  # LLaDA-8B, Table 4 (HumanEval-Infill exact match, %)
 }
 # the shipped models' training, phase by phase: (steps, warm-up), later phases warm restarts
 # (their cards, src/icml25/mdm/checkpoints/text*/training.json); batch 16 windows of 256 bytes
-TEXT_MDM_PHASES = [(400, 60), (2000, 100)]
+TEXT_MDM_PHASES = [(400, 60), (1600, 100)]
 TEXT_JUDGE_PHASES = [(250, 40)]
 _TEXT_BYTES = sum(n for n, _ in TEXT_MDM_PHASES) * 16 * 256
 TEXT_SCALE = ("LLaDA-8B (8B parameters, 2.3T tokens, BPE) on HumanEval-Infill; ours: a 0.86M "

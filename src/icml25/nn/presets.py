@@ -71,7 +71,7 @@ PRESETS: dict[str, dict[str, Preset]] = {
         # parameters, 256-byte windows, batch 16 on one CPU thread. Steps and warm-up are the
         # shipped model's second phase (its card: a warm restart of a 400-step run).
         "cpu": Preset(d_model=128, n_layers=4, n_heads=4, batch_size=16, lr=1e-3,
-                      warmup_steps=100, steps=2_000,
+                      warmup_steps=100, steps=1_600,
                       source="ours: the shipped text MDM's settings (docs/mdm.md)"),
         # Kim et al.'s text MDMs are pretrained models of Nie et al. (SMDM): 170M (Fig. 3
         # caption) or 1.1B (App. D.1.2), L = 2048, AdamW (0.9, 0.95), wd 0.1, cosine 4e-4 ->
