@@ -25,7 +25,7 @@ import torch
 
 from icml25.mdm.model_io import load_model
 from icml25.mdm.text_data import load_corpus
-from icml25.mdm.text_eval import evaluate_infilling, evaluate_perplexity
+from icml25.mdm.text_eval import evaluate_infilling, evaluate_perplexity, held_out_perplexity
 
 PLANNERS = ("random", "top_prob", "top_margin")
 
@@ -67,11 +67,12 @@ def main() -> None:
                     print(kind, b, planner, json.dumps({m: round(v.get("rate", v.get("mean")), 4)
                                                         for m, v in r.items()}), flush=True)
     else:
-        from icml25.mdm.experiments import _reference_perplexity
+        from icml25.mdm.experiments import TEXT_SAMPLE_SEED
 
         judge = load_model(task="text-causal")
         steps = [int(s) for s in args.sample_steps.split(",")]
-        record["reference"] = _reference_perplexity(judge, held_out, args.n_samples)
+        record["reference"] = held_out_perplexity(judge, held_out, args.n_samples,
+                                                  seed=TEXT_SAMPLE_SEED)
         record["perplexity"] = {}
         for s in steps:  # one step count at a time, so an interrupted run keeps what it did
             record["perplexity"][s] = evaluate_perplexity(

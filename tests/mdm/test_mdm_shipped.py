@@ -49,14 +49,17 @@ def solved(model, puzzles, **kw) -> int:
 
 def test_remasking_on_the_trained_model_keeps_the_target(model, fixed_set):
     # before: re-predicting revealed cells in place (which the model was never trained to do)
-    # solved 0 of these puzzles. Measured here (docs/mdm/remask.json, whose first 40 easy
-    # puzzles are this set): 50 steps plain 27, cap (eta 0.05) 31; 20 steps plain 18,
-    # conf (eta 0.1) 22. The target: never worse than plain by more than 2 points (on 40
-    # puzzles: one puzzle); and at 20 steps conf remasking is at least as good as plain.
+    # solved 0 of these puzzles. Measured here (docs/mdm/remask-300.json and
+    # remask-heldout.json, whose first 40 easy puzzles are this set): 50 steps plain 27, cap
+    # (eta 0.05) 31, rescale (eta 0.05) 31; 20 steps plain 18, conf (eta 0.1) 22. The target:
+    # never worse than plain by more than 2 points, i.e. here not one puzzle fewer at 50
+    # steps (2 points of 40 is 0.8 puzzles); at 20 steps conf is at least as good as plain.
+    # (On all 300 puzzles cap and rescale lose 4 points at 20 steps: docs/mdm.md.)
     puzzles, _ = fixed_set
     plain = solved(model, puzzles, steps=50)
-    cap = solved(model, puzzles, steps=50, remask="cap")
-    assert cap >= plain - 1 and cap >= MIN_MARGIN_SOLVED - 1, (cap, plain)
+    for schedule in ("cap", "rescale"):
+        got = solved(model, puzzles, steps=50, remask=schedule)
+        assert got >= plain and got >= MIN_MARGIN_SOLVED, (schedule, got, plain)
     plain20 = solved(model, puzzles, steps=20)
     conf20 = solved(model, puzzles, steps=20, remask="conf:0.1")
     assert conf20 >= plain20, (conf20, plain20)

@@ -87,6 +87,18 @@ def test_every_task_builds_its_model_and_refuses_options_it_does_not_use():
         get_task("chess")
 
 
+def test_train_finds_the_autoregressive_variant_in_the_registry():
+    from icml25.mdm.tasks import training_task
+
+    assert training_task("sudoku", autoregressive=True).name == "sudoku-ar"
+    assert training_task("text", autoregressive=True).name == "text-causal"
+    assert training_task("zebra").name == "zebra"
+    with pytest.raises(ValueError, match="zebra has no autoregressive variant"):
+        training_task("zebra", autoregressive=True)
+    out = CliRunner().invoke(app, ["train", "--task", "zebra", "--autoregressive", "--steps", "1"])
+    assert out.exit_code != 0 and "no autoregressive variant" in out.output
+
+
 def test_sudoku_modules_do_not_import_each_other():
     import ast
     from pathlib import Path

@@ -146,3 +146,20 @@ def test_perplexity_and_entropy_measures():
     assert ent.tolist() == pytest.approx([0.0, 8.0])
     report = text_eval.perplexity_report(nll, ent.repeat(2))
     assert report["perplexity"] == pytest.approx(text_data.VOCAB_SIZE)
+
+
+def test_cli_trains_a_text_model_and_its_card_counts_training_bytes(tmp_path, corpora):
+    import json
+
+    from typer.testing import CliRunner
+
+    from icml25.mdm.cli import app
+
+    out = CliRunner().invoke(app, ["train", "--task", "text", "--out", str(tmp_path / "r"),
+                                   "--steps", "2", "--batch-size", "2", "--warmup", "0",
+                                   "--d-model", "32", "--n-layers", "1", "--n-heads", "2"])
+    assert out.exit_code == 0, out.output
+    card = json.loads((tmp_path / "r" / "model" / "training.json").read_text())
+    # a text model counts the bytes it trains on, not "base puzzles"
+    assert card["train_bytes"] == corpora[0].n_bytes() and "base_puzzles" not in card
+    assert card["final"]["step"] == 2

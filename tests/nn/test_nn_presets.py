@@ -9,7 +9,7 @@ from icml25.nn.presets import PRESET_NAMES, PRESETS, Preset, get_preset, with_ov
 
 
 def test_every_system_has_both_presets_and_the_paper_sizes():
-    assert set(PRESETS) == {"mdm-sudoku", "mdm-zebra", "creativity"}
+    assert set(PRESETS) == {"mdm-sudoku", "mdm-zebra", "mdm-text", "creativity"}
     assert all(set(v) == set(PRESET_NAMES) for v in PRESETS.values())
     sudoku = get_preset("mdm-sudoku", "paper")
     assert (sudoku.n_layers, sudoku.d_model, sudoku.n_heads, sudoku.batch_size) == (3, 384, 12, 128)
@@ -58,6 +58,22 @@ def test_cpu_presets_are_todays_shipped_settings():
     for field in ("d_model", "n_layers", "n_heads", "batch_size", "lr", "warmup_steps", "steps",
                   "weight_decay", "min_lr_ratio", "dropout"):
         assert getattr(c, field) == getattr(t, field), field
+
+
+def test_the_text_cpu_preset_is_the_shipped_text_mdm():
+    import json
+
+    from icml25.mdm.model_io import read_card, shipped_path
+
+    p = get_preset("mdm-text", "cpu")
+    config = json.loads((shipped_path("text") / "config.json").read_text())
+    model, train = config["model"], config["train"]
+    assert (p.d_model, p.n_layers, p.n_heads, p.dropout) == (
+        model["d_model"], model["n_layers"], model["n_heads"], model["dropout"])
+    assert (p.batch_size, p.lr, p.warmup_steps, p.steps, p.weight_decay, p.min_lr_ratio) == (
+        train["batch_size"], train["lr"], train["warmup_steps"], train["steps"],
+        train["weight_decay"], train["min_lr_ratio"])
+    assert read_card("text")["finished"]
 
 
 def test_explicit_values_override_and_are_checked():

@@ -1,4 +1,5 @@
-"""``icml25 mdm``: solve, generate, train and evaluate Sudoku and Zebra masked diffusion models."""
+"""``icml25 mdm``: solve, generate, train and evaluate Sudoku, Zebra and text masked diffusion
+models."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import typer
 
 from icml25.core.cli_options import Compile, Device, GradAccum, MaxSeconds, Precision, PresetName
 
-app = typer.Typer(help="Masked diffusion with adaptive unmasking (Sudoku, Zebra).",
+app = typer.Typer(help="Masked diffusion with adaptive unmasking (Sudoku, Zebra, text).",
                   no_args_is_help=True)
 
 Planner = Annotated[str, typer.Option(help="random | top_prob | top_margin | entropy")]
@@ -146,7 +147,9 @@ def generate(
 
 @app.command()
 def train(
-    task: Annotated[str, typer.Option(help="sudoku | zebra | text")] = "sudoku",
+    task: Annotated[str, typer.Option(
+        help="sudoku | zebra | text (or sudoku-ar | text-causal, = --autoregressive)")]
+    = "sudoku",
     data: Annotated[list[Path] | None, typer.Option(
         help="sudoku .npz / zebra .jsonl data from `generate` (default: generate)")] = None,
     n_puzzles: Annotated[int, typer.Option(help="Base puzzles to generate when no --data.")] = 2000,
@@ -197,16 +200,14 @@ def train(
 ) -> None:
     """Train a Sudoku, Zebra or text masked diffusion model (resumable; works under torchrun)."""
     from icml25.mdm.model_io import load_model, write_training_card
-    from icml25.mdm.tasks import check_options, get_task, train_task
+    from icml25.mdm.tasks import check_options, train_task, training_task
     from icml25.nn import TrainConfig, is_main_process
     from icml25.nn.presets import get_preset, with_overrides
 
-    if task not in ("sudoku", "zebra", "text"):
-        raise typer.BadParameter("sudoku, zebra or text", param_hint="--task")
-    if autoregressive and task == "zebra":
-        raise typer.BadParameter("Sudoku and text only", param_hint="--autoregressive")
-    spec = get_task({"sudoku": "sudoku-ar", "text": "text-causal"}[task] if autoregressive
-                    else task)
+    try:
+        spec = training_task(task, autoregressive)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--task") from None
     try:
         recipe = with_overrides(get_preset(spec.preset, preset), steps=steps,
                                 batch_size=batch_size, lr=lr, warmup_steps=warmup,
@@ -256,9 +257,9 @@ def train(
         return  # every rank trained; rank 0 alone writes
     final = out / "model"
     model.save(final, extra={"task": task, "weighting": weighting or "elbo",
-                             "min_mask_rate": min_mask_rate, "autoregressive": autoregressive})
+                             "min_mask_rate": min_mask_rate, "autoregressive": spec.causal})
     write_training_card(final, "icml25 mdm train " + " ".join(sys.argv[3:]), log,
-                        {"base_puzzles": spec.size(data_set), "params": model.num_params(),
+                        {spec.size_name: spec.size(data_set), "params": model.num_params(),
                          "preset": preset, "device": device, "precision": precision,
                          "grad_accum_steps": grad_accum, "compile": compile,
                          "stopped_early": bool(log) and log[-1]["step"] < cfg.steps})
@@ -293,14 +294,21 @@ def export(
 @app.command()
 def evaluate(
     model: Annotated[Path | None, typer.Option(help="Model folder (default: shipped).")] = None,
-    task: Annotated[str, typer.Option(help="sudoku | zebra")] = "sudoku",
-    n: Annotated[int, typer.Option(min=1)] = 1000,
+    task: Annotated[str, typer.Option(
+        help="sudoku | sudoku-ar | zebra | text (infilling) | text-causal (the judge's "
+             "perplexity on held-out windows)")] = "sudoku",
+    n: Annotated[int | None, typer.Option(
+        min=1, help="Held-out puzzles (default 1,000), text spans per kind (100) or judge "
+                    "windows (64).")] = None,
     difficulty: Annotated[str, typer.Option(help="sudoku: easy | hard")] = "easy",
     steps: Annotated[int | None, typer.Option(
         min=1, help="Sampling steps (default: sudoku 50, zebra 36 = one per cell).")] = None,
+    bytes_per_step: Annotated[str | None, typer.Option(
+        help="text: bytes revealed per step, comma-separated (default 1); a span of L bytes "
+             "takes ceil(L / b) steps.")] = None,
     planners: Annotated[str, typer.Option(help="Comma-separated planners.")]
     = "random,top_prob,top_margin",
-    seed: Annotated[int, typer.Option(help="Seed of the held-out puzzles.")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of the held-out puzzles or spans.")] = 2,
     noise: Noise = 0.0,
     data: Annotated[Path | None, typer.Option(
         exists=True, dir_okay=False,
@@ -311,26 +319,41 @@ def evaluate(
         min=1, help="Puzzles per forward pass (default: Sudoku 100 / Zebra 256 on a CPU, what "
                     "fits on a GPU).")] = None,
 ) -> None:
-    """Fully-solved rate per planner on held-out puzzles (JSON)."""
+    """Held-out evaluation per planner (JSON): solved rate (puzzles) or infilling exact match
+    and "file parses" (text)."""
     from icml25.mdm.model_io import load_model
     from icml25.mdm.planners import check_planner
-    from icml25.mdm.tasks import get_task
+    from icml25.mdm.tasks import check_options, evaluate_task, get_task
 
-    if task not in ("sudoku", "zebra"):
-        raise typer.BadParameter("sudoku or zebra", param_hint="--task")
+    try:
+        spec = get_task(task)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--task") from None
     names = planners.split(",")
     try:
         for name in names:
             check_planner(name)
+        widths = None if bytes_per_step is None else [int(b) for b in bytes_per_step.split(",")]
+        if widths is not None and min(widths) < 1:
+            raise ValueError("--bytes-per-step must be positive integers")
+        options = {"bytes_per_step": widths}
+        check_options(spec, evaluating=True, **options)
+        held_out = spec.held_out(data, n or spec.default_n, seed, difficulty)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--planners") from None
+        raise typer.BadParameter(str(exc)) from None
     try:
         net = load_model(model, task)
     except FileNotFoundError as exc:
         _err(f"error: {exc}")
         raise typer.Exit(2) from None
+    if net.cfg.causal != spec.causal and task != "sudoku":  # sudoku reads either kind
+        raise typer.BadParameter(f"this model is {'' if net.cfg.causal else 'not '}causal; "
+                                 f"task {task} needs one that is{'' if spec.causal else ' not'}",
+                                 param_hint="--model")
     _place(net, device)
-    spec = get_task(task)
-    held_out = spec.held_out(data, n, seed, difficulty)
-    report = spec.evaluate(net, held_out, names, steps=steps, noise=noise, batch_size=batch_size)
+    try:
+        report = evaluate_task(spec, net, held_out, names, steps=steps, noise=noise,
+                               batch_size=batch_size, **options)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     print(json.dumps(report, indent=2))

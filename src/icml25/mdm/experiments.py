@@ -275,9 +275,15 @@ TEXT_PUBLISHED = {  # LLaDA-8B, Table 4 (HumanEval-Infill exact match, %)
     "multi-line: vanilla (%)": 16.5, "multi-line: top prob (%)": 20.8,
     "multi-line: top margin (%)": 25.4,
 }
+# the shipped models' training, phase by phase: (steps, warm-up), later phases warm restarts
+# (their cards, src/icml25/mdm/checkpoints/text*/training.json); batch 16 windows of 256 bytes
+TEXT_MDM_PHASES = [(400, 60), (1600, 100)]
+TEXT_JUDGE_PHASES = [(250, 40)]
+_TEXT_BYTES = sum(n for n, _ in TEXT_MDM_PHASES) * 16 * 256
 TEXT_SCALE = ("LLaDA-8B (8B parameters, 2.3T tokens, BPE) on HumanEval-Infill; ours: a 0.86M "
-              "byte-level MDM that saw 1.6M bytes of the standard library (400 steps x 16 x "
-              "256), held-out stdlib modules")
+              f"byte-level MDM that saw {_TEXT_BYTES / 1e6:.1f}M bytes of the standard library "
+              f"({' + '.join(str(n) for n, _ in TEXT_MDM_PHASES)} steps x 16 x 256), held-out "
+              "stdlib modules")
 TEXT_KINDS = {"single": "single-line", "multi": "multi-line"}
 TEXT_TASK_SEED, TEXT_SAMPLE_SEED = 0, 1
 
@@ -292,22 +298,23 @@ TEXT_TASK_SEED, TEXT_SAMPLE_SEED = 0, 1
     # main job stays short; full: retrain both models at the shipped settings, more of each
     quick={"train": False, "n_single": 16, "n_multi": 6, "bytes_per_step": [1],
            "n_samples": 6, "sample_steps": [16, 64]},
-    # mdm / judge: (steps, warm-up, model sizes) as the shipped models were trained
-    full={"train": True, "mdm": (400, 60, {}),
-          "judge": (250, 40, {"d_model": 96, "n_layers": 3}), "batch_size": 16,
+    # mdm / judge: (phases, model sizes) as the shipped models were trained; each phase is
+    # (steps, warm-up), the later ones warm restarts (fresh optimizer and cosine schedule)
+    full={"train": True, "mdm": (TEXT_MDM_PHASES, {}),
+          "judge": (TEXT_JUDGE_PHASES, {"d_model": 96, "n_layers": 3}), "batch_size": 16,
           "n_single": 300, "n_multi": 150, "bytes_per_step": [1, 2, 4], "n_samples": 32,
           "sample_steps": [16, 64, 256]},
 )
 def text_planners(ctx: RunContext) -> Outcome:
     from icml25.mdm.text_data import load_corpus
-    from icml25.mdm.text_eval import evaluate_infilling, evaluate_perplexity
+    from icml25.mdm.text_eval import evaluate_infilling, evaluate_perplexity, held_out_perplexity
 
     s = ctx.settings
     notes = []
     if s["train"]:
         model, judge = _train_text_models(s, ctx.seed)
-        notes.append(f"Trained from scratch at the shipped settings: MDM {s['mdm'][0]} "
-                     f"steps and causal judge {s['judge'][0]} steps, batch "
+        notes.append(f"Trained from scratch at the shipped settings: MDM phases (steps, "
+                     f"warm-up) {s['mdm'][0]} and causal judge phases {s['judge'][0]}, batch "
                      f"{s['batch_size']} windows of 256 bytes.")
     else:
         from icml25.mdm.model_io import load_model
@@ -356,7 +363,8 @@ def text_planners(ctx: RunContext) -> Outcome:
     ppl = evaluate_perplexity(model, judge, planners, steps_grid=s["sample_steps"],
                               n=s["n_samples"], seed=TEXT_SAMPLE_SEED)
     data["perplexity"] = ppl
-    data["reference"] = _reference_perplexity(judge, held_out, s["n_samples"])
+    data["reference"] = held_out_perplexity(judge, held_out, s["n_samples"],
+                                            seed=TEXT_SAMPLE_SEED)
     for steps in s["sample_steps"]:
         vanilla, margin = ppl[steps]["random"], ppl[steps]["top_margin"]
         rows.append(ctx.compare(
@@ -376,21 +384,6 @@ def text_planners(ctx: RunContext) -> Outcome:
 
 def _as_solved(rate: dict) -> dict:
     return {"solved": rate["rate"], "ci_low": rate["ci_low"], "ci_high": rate["ci_high"]}
-
-
-def _reference_perplexity(judge, corpus, n: int) -> dict:
-    """The judge's perplexity and the unigram entropy of ``n`` real held-out windows: where
-    good samples should land."""
-    import numpy as np
-    import torch
-
-    from icml25.mdm.text_data import window_index, windows
-    from icml25.mdm.text_eval import byte_nll, perplexity_report, unigram_entropy
-
-    index = window_index(corpus, judge.cfg.seq_len)
-    picks = np.random.default_rng(TEXT_SAMPLE_SEED).choice(len(index.starts), n, replace=False)
-    real = torch.from_numpy(windows(index, picks))
-    return perplexity_report(byte_nll(judge, real), unigram_entropy(real))
 
 
 def _perplexity_figure(ctx: RunContext, ppl: dict, reference: dict) -> None:
@@ -416,17 +409,21 @@ def _perplexity_figure(ctx: RunContext, ppl: dict, reference: dict) -> None:
 
 
 def _train_text_models(s: dict, seed: int):
-    """The MDM and its causal judge, trained from scratch as the shipped ones were."""
+    """The MDM and its causal judge, trained from scratch as the shipped ones were: each phase
+    a warm restart of the one before."""
     from icml25.mdm.text_data import load_corpus
     from icml25.mdm.text_mdm import default_model_config, train_text
     from icml25.nn import TrainConfig
 
     corpus = load_corpus("train")
     models = []
-    for causal, (steps, warmup, sizes) in ((False, s["mdm"]), (True, s["judge"])):
-        with tempfile.TemporaryDirectory() as run:
-            cfg = TrainConfig(steps=steps, batch_size=s["batch_size"], warmup_steps=warmup,
-                              seed=seed, out_dir=run)
-            model, _ = train_text(corpus, cfg, default_model_config(causal=causal, **sizes))
+    for causal, (phases, sizes) in ((False, s["mdm"]), (True, s["judge"])):
+        model = None
+        for steps, warmup in phases:
+            with tempfile.TemporaryDirectory() as run:
+                cfg = TrainConfig(steps=steps, batch_size=s["batch_size"], warmup_steps=warmup,
+                                  seed=seed, out_dir=run)
+                model, _ = train_text(corpus, cfg, default_model_config(causal=causal, **sizes),
+                                      init=model)
         models.append(model.eval())
     return models

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import hashlib
 import sysconfig
 from pathlib import Path
@@ -90,12 +91,18 @@ def _usable(text: bytes) -> bool:
 
 def load_corpus(split: str, root: str | Path | None = None) -> Corpus:
     """The ``train`` or ``held_out`` files of the standard library at ``root`` (default: this
-    Python's), in path order."""
+    Python's), in path order. Read once per process and folder (every file is parsed to check
+    it, which takes seconds; a Corpus is immutable)."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     root = Path(root) if root is not None else stdlib_root()
     if not root.is_dir():
         raise FileNotFoundError(f"no standard library folder at {root}")
+    return _load(split, root.resolve())
+
+
+@functools.lru_cache(maxsize=8)
+def _load(split: str, root: Path) -> Corpus:
     files = []
     for p in _candidate_paths(root):
         rel = p.relative_to(root).as_posix()

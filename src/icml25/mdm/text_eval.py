@@ -25,7 +25,7 @@ import torch
 
 from icml25.core.stats import clopper_pearson, mean_interval
 from icml25.mdm.decoding import generate
-from icml25.mdm.text_data import MASK, PAD, Corpus
+from icml25.mdm.text_data import MASK, PAD, Corpus, window_index, windows
 
 KINDS = ("single", "multi")
 MAX_SPAN = {"single": 64, "multi": 128}  # bytes; keeps a span well inside a 256-byte window
@@ -227,6 +227,16 @@ def perplexity_report(nll: torch.Tensor, entropy: torch.Tensor) -> dict:
     return {"perplexity": math.exp(float(nll.mean())), "ci_low": math.exp(lo),
             "ci_high": math.exp(hi), "entropy": float(entropy.mean()), "entropy_ci": [e_lo, e_hi],
             "n": len(nll)}
+
+
+def held_out_perplexity(judge, corpus: Corpus, n: int, *, seed: int) -> dict:
+    """The judge's perplexity and the unigram entropy of ``n`` real windows of ``corpus`` (drawn
+    with ``seed``): where good samples should land."""
+    index = window_index(corpus, judge.cfg.seq_len)
+    n = min(n, len(index.starts))
+    picks = np.random.default_rng(seed).choice(len(index.starts), n, replace=False)
+    real = torch.from_numpy(windows(index, picks))
+    return perplexity_report(byte_nll(judge, real), unigram_entropy(real))
 
 
 def evaluate_perplexity(model, judge, planners, *, steps_grid, n: int, seed: int = 0,

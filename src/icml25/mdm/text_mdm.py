@@ -12,6 +12,7 @@ trained on the standard library's training modules (:mod:`icml25.mdm.text_data`)
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -67,3 +68,28 @@ def train_text(corpus: Corpus, cfg: TrainConfig, model_cfg: TransformerConfig | 
 
     state = train(model, loss_fn, batch_fn, cfg, on_log=on_log)
     return model, state.log
+
+
+@torch.no_grad()
+def held_out_loss(model, corpus: Corpus, n_windows: int = 128, *, seed: int = 0,
+                  batch_size: int = 32) -> dict:
+    """The training loss on ``n_windows`` fixed windows of ``corpus`` (same windows and, for the
+    MDM, the same masks for every model given the same ``seed``): ELBO nats per byte for the
+    MDM, next-byte bits per byte for a causal model. Tracks a run on held-out modules."""
+    was_training = model.training
+    model.eval()
+    index = window_index(corpus, model.cfg.seq_len)
+    picks = np.random.default_rng(seed).choice(len(index.starts), n_windows, replace=False)
+    gen = torch.Generator().manual_seed(seed)
+    losses, weights = [], []
+    for lo in range(0, n_windows, batch_size):
+        tokens = torch.from_numpy(windows(index, picks[lo:lo + batch_size]))
+        if model.cfg.causal:
+            loss = causal_text_loss(model, tokens)[1]["bits_per_byte"]
+        else:
+            loss = mdm_text_loss(model, tokens, gen)[0]
+        losses.append(float(loss))
+        weights.append(len(tokens))
+    model.train(was_training)
+    return {"loss": float(np.average(losses, weights=weights)), "n_windows": n_windows,
+            "measure": "bits_per_byte" if model.cfg.causal else "elbo_nats_per_byte"}

@@ -66,6 +66,21 @@ PRESETS: dict[str, dict[str, Preset]] = {
                         dropout=0.1, source="Kim et al. 2025 (19M model, batch 128, 300 "
                                             "epochs); the 6 x 512 shape and warm-up are ours"),
     },
+    "mdm-text": {
+        # the byte-level MDM on Python's standard library (icml25.mdm.text_mdm): 0.86M
+        # parameters, 256-byte windows, batch 16 on one CPU thread. Steps and warm-up are the
+        # shipped model's second phase (its card: a warm restart of a 400-step run).
+        "cpu": Preset(d_model=128, n_layers=4, n_heads=4, batch_size=16, lr=1e-3,
+                      warmup_steps=100, steps=1_600,
+                      source="ours: the shipped text MDM's settings (docs/mdm.md)"),
+        # Kim et al.'s text MDMs are pretrained models of Nie et al. (SMDM): 170M (Fig. 3
+        # caption) or 1.1B (App. D.1.2), L = 2048, AdamW (0.9, 0.95), wd 0.1, cosine 4e-4 ->
+        # 4e-5. The 170M shape (12 x 768) is our reading; the batch and steps are not stated.
+        "paper": Preset(d_model=768, n_layers=12, n_heads=12, batch_size=256, lr=4e-4,
+                        warmup_steps=2_000, steps=100_000, weight_decay=0.1, min_lr_ratio=0.1,
+                        source="Nie et al. 2024 / Kim et al. 2025 (170M text MDM, lr 4e-4 -> "
+                               "4e-5, wd 0.1); shape, batch, steps and warm-up ours"),
+    },
     "creativity": {
         "cpu": Preset(d_model=128, n_layers=4, n_heads=4, batch_size=64, lr=1e-3,
                       warmup_steps=100, steps=2_000,
@@ -94,7 +109,7 @@ _validate()
 
 def get_preset(system: str, name: str) -> Preset:
     """The ``name`` preset (``paper`` or ``cpu``) of ``system`` (``mdm-sudoku``, ``mdm-zebra``,
-    ``creativity``)."""
+    ``mdm-text``, ``creativity``)."""
     if system not in PRESETS:
         raise ValueError(f"no presets for {system!r}; known: {', '.join(PRESETS)}")
     if name not in PRESETS[system]:
