@@ -182,8 +182,8 @@ def train_cmd(
             warmup_steps=r.warmup_steps, weight_decay=r.weight_decay,
             min_lr_ratio=r.min_lr_ratio, dropout=r.dropout, d_model=r.d_model,
             n_layers=r.n_layers, n_heads=r.n_heads, token_shift=token_shift,
-            eval_every=eval_every, seed=seed, device=device, precision=precision, compile=compile, grad_accum_steps=grad_accum,
-            max_seconds=max_seconds)
+            eval_every=eval_every, seed=seed, device=device, precision=precision,
+            compile=compile, grad_accum_steps=grad_accum, max_seconds=max_seconds)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     try:
