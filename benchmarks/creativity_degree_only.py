@@ -23,11 +23,14 @@ from icml25.creativity.tasks import END, SEP, make_task
 
 
 def _chain_start(u: int, pred: dict[int, int]) -> tuple[int, int]:
-    """The start of the chain that ends in ``u`` and how many hops back it is."""
-    hops = 0
-    while u in pred:
-        u, hops = pred[u], hops + 1
-    return u, hops
+    """The start of the chain that ends in ``u`` and how many hops back it is (``(u, 0)`` when
+    ``u`` lies on a cycle already closed: no edge from it can close another)."""
+    hops, x = 0, u
+    while x in pred:
+        x, hops = pred[x], hops + 1
+        if x == u:
+            return u, 0
+    return x, hops
 
 
 def local_rule_answer(task_name: str, rng: np.random.Generator, hops: int = 0) -> str:
