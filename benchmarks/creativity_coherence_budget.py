@@ -39,6 +39,11 @@ def main() -> None:
     ap.add_argument("--d-model", type=int, default=128)
     ap.add_argument("--n-layers", type=int, default=4)
     ap.add_argument("--n-heads", type=int, default=4)
+    ap.add_argument("--positions", default="learned", choices=["learned", "rotary"])
+    ap.add_argument("--qk-init-std", type=float, default=None,
+                    help="init std of query/key weights (default 0.02; try 1/sqrt(d_model))")
+    ap.add_argument("--token-shift", action="store_true",
+                    help="add a learned previous-token embedding to the input (what it took)")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--min-lr-ratio", type=float, default=0.1)
     ap.add_argument("--warmup", type=int, default=200)
@@ -55,7 +60,9 @@ def main() -> None:
     data = generate(task, seed_len=a.seed_len)
     settings = TrainSettings(
         method=a.method, seed_len=a.seed_len, d_model=a.d_model, n_layers=a.n_layers,
-        n_heads=a.n_heads, steps=a.steps, batch_size=a.batch_size, lr=a.lr,
+        n_heads=a.n_heads, positions=a.positions, qk_init_std=a.qk_init_std,
+        token_shift=a.token_shift, steps=a.steps,
+        batch_size=a.batch_size, lr=a.lr,
         warmup_steps=a.warmup, min_lr_ratio=a.min_lr_ratio, seed=a.seed,
         eval_every=a.eval_every, eval_n=a.eval_n, checkpoint_every=a.eval_every,
         max_seconds=a.max_seconds)

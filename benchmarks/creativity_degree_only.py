@@ -7,6 +7,7 @@ beside -log P(coherent) (the two agree when the data were exactly the sampler co
 coherence; they nearly are).
 
     .venv/bin/python benchmarks/creativity_degree_only.py --n 20000
+    .venv/bin/python benchmarks/creativity_degree_only.py --n 5000 --hop-table
 """
 
 from __future__ import annotations
@@ -21,20 +22,39 @@ from icml25.creativity.scoring import Scorer
 from icml25.creativity.tasks import END, SEP, make_task
 
 
-def local_rule_answer(task_name: str, rng: np.random.Generator) -> str:
+def _chain_start(u: int, pred: dict[int, int]) -> tuple[int, int]:
+    """The start of the chain that ends in ``u`` and how many hops back it is (``(u, 0)`` when
+    ``u`` lies on a cycle already closed: no edge from it can close another)."""
+    hops, x = 0, u
+    while x in pred:
+        x, hops = pred[x], hops + 1
+        if x == u:
+            return u, 0
+    return x, hops
+
+
+def local_rule_answer(task_name: str, rng: np.random.Generator, hops: int = 0) -> str:
     """Edges drawn one by one, uniformly among those the local rule allows (circle: on 9 of the
-    10 entities, chosen first)."""
+    10 entities, chosen first). ``hops`` > 0: the sampler also knows the global rule for chains
+    of up to that many edges: it never closes a cycle whose start is at most ``hops`` hops
+    back from the tail (a model that has learnt the chain-start lookup that deep)."""
     nodes = list(range(10)) if task_name == "line" else sorted(rng.choice(10, 9, replace=False))
     n_edges = 9
-    left, entered, edges = set(), set(), []
-    for _ in range(n_edges):
-        allowed = [(u, v) for u in nodes for v in nodes
-                   if u != v and u not in left and v not in entered]
+    left, entered, edges, pred = set(), set(), [], {}
+    for k in range(n_edges):
+        closing_ok = task_name == "circle" and k == n_edges - 1
+        allowed = []
+        for u in nodes:
+            start, back = _chain_start(u, pred)
+            known = not closing_ok and 0 < back <= hops
+            allowed += [(u, v) for v in nodes if u != v and u not in left
+                        and v not in entered and not (known and v == start)]
         if not allowed:
             break
         u, v = allowed[int(rng.integers(len(allowed)))]
         left.add(u)
         entered.add(v)
+        pred[v] = u
         edges.append((u, v))
     return f" {SEP} ".join(f"<a_{u}> <a_{v}>" for u, v in edges) + f" {END}"
 
@@ -78,7 +98,20 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--hop-table", action="store_true",
+                    help="instead: coherence of samplers that know the global rule up to "
+                         "0..8 hops (what a model must learn for a coherence level)")
     a = ap.parse_args()
+    if a.hop_table:
+        for name in ("line", "circle"):
+            scorer = Scorer(make_task(name, 0), [])
+            row = {}
+            for h in range(9):
+                rng = np.random.default_rng(a.seed)
+                answers = [local_rule_answer(name, rng, h) for _ in range(a.n)]
+                row[h] = round(scorer.score(answers).coherence, 4)
+            print(json.dumps({"task": name, "n": a.n, "coherence_by_hops_known": row}))
+        return
     for name in ("line", "circle"):
         rng = np.random.default_rng(a.seed)
         answers = [local_rule_answer(name, rng) for _ in range(a.n)]

@@ -66,9 +66,11 @@ def test_train_then_evaluate(tmp_path):
     run = tmp_path / "run"
     r = runner.invoke(app, ["train", "--task", "line", "--data", str(out), "-o", str(run),
                             "--method", "teacherless", "--steps", "5", "--d-model", "16",
-                            "--n-layers", "1", "--n-heads", "2", "--batch-size", "8"])
+                            "--n-layers", "1", "--n-heads", "2", "--batch-size", "8",
+                            "--token-shift"])
     assert r.exit_code == 0, r.output
     assert (run / "model" / "model.safetensors").exists()
+    assert json.loads((run / "model" / "config.json").read_text())["model"]["token_shift"]
     r = runner.invoke(app, ["evaluate", str(run), "--n", "12", "--temperature", "1.0",
                             "--top-k", "5", "--answers", str(tmp_path / "gen.tsv")])
     assert r.exit_code == 0, r.output

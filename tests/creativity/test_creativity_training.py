@@ -171,3 +171,18 @@ def test_tiny_training_lowers_loss_and_round_trips(tmp_path, method):
     rep = evaluate_model(again, n=16, seed=0)
     assert rep["n"] == 16 and 0 <= rep["creativity"] <= rep["uniqueness"] <= rep["coherence"]
     assert parse_line(f"{'a' * 4} <q> x").seed == "aaaa"
+
+
+def test_architecture_settings_reach_the_model_and_bad_ones_are_refused():
+    task = make_task("line", 0, n_train=20, n_test=2)
+    data = generate(task, seed_len=2)
+    run = train_model(task, data.train, TrainSettings(
+        steps=1, d_model=16, n_layers=1, n_heads=2, batch_size=4, token_shift=True,
+        positions="rotary", qk_init_std=0.25))
+    cfg = run.model.cfg
+    assert cfg.token_shift and cfg.positions == "rotary" and cfg.qk_init_std == 0.25
+    assert run.model.prev_tok is not None
+    with pytest.raises(ValueError, match="positions"):
+        TrainSettings(positions="sinusoidal")
+    with pytest.raises(ValueError, match="qk_init_std"):
+        TrainSettings(qk_init_std=0.0)

@@ -86,3 +86,51 @@ def test_cosine_schedule_warms_up_then_decays_to_the_floor():
     assert all(a >= b for a, b in zip(lrs[10:], lrs[11:], strict=False))
     assert lrs[100] == pytest.approx(1e-4)
     assert lrs[55] == pytest.approx(1e-4 + 0.5 * 9e-4 * (1 + math.cos(math.pi * 0.5)))
+
+
+def test_token_shift_adds_the_previous_token_and_stays_causal(tmp_path):
+    m = _model(causal=True, token_shift=True)
+    x = torch.randint(0, 11, (2, 12))
+    y = x.clone()
+    y[:, 8] = (y[:, 8] + 1) % 11
+    assert torch.allclose(m(x)[:, :8], m(y)[:, :8], atol=1e-6)  # the past does not move
+    assert not torch.allclose(m(x)[:, 9], m(y)[:, 9], atol=1e-4)  # position 9 sees x_8
+    m.save(tmp_path / "s")
+    back = Transformer.load(tmp_path / "s").eval()
+    assert back.cfg.token_shift and torch.equal(m(x), back(x))
+    assert _model().prev_tok is None  # off by default: old configs load unchanged
+
+
+def _pair_lookup_batch(gen, n=64, pairs=5, vocab=11):
+    """``a1 b1 a2 b2 ... q`` with q one of the b's; the answer is its a (the token *before*
+    q's earlier occurrence), the lookup creativity's Line/Circle need."""
+    perm = torch.argsort(torch.rand(n, vocab - 1, generator=gen), 1)[:, :2 * pairs] + 1
+    j = torch.randint(pairs, (n,), generator=gen)
+    rows = torch.arange(n)
+    q, a = perm[rows, 2 * j + 1], perm[rows, 2 * j]
+    return torch.cat([perm, q[:, None]], 1), a
+
+
+def _lookup_accuracy(token_shift: bool, steps=300) -> float:
+    torch.manual_seed(0)
+    m = Transformer(TransformerConfig(vocab_size=11, seq_len=11, d_model=32, n_layers=1,
+                                      n_heads=2, causal=True, token_shift=token_shift))
+    opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        x, a = _pair_lookup_batch(gen)
+        loss = torch.nn.functional.cross_entropy(m(x)[:, -1], a)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    x, a = _pair_lookup_batch(torch.Generator().manual_seed(1), n=512)
+    with torch.no_grad():
+        return (m.eval()(x)[:, -1].argmax(-1) == a).float().mean().item()
+
+
+def test_token_shift_lets_one_layer_read_the_token_before_a_match():
+    # One attention layer cannot both move a token's left neighbour onto it and match it;
+    # with the previous token in the input it only has to match. Chance is 1/5.
+    torch.set_num_threads(1)
+    assert _lookup_accuracy(token_shift=True) > 0.9
+    assert _lookup_accuracy(token_shift=False) < 0.5

@@ -148,6 +148,9 @@ def train_cmd(
         min=1, help="Heads (preset cpu 4, paper 12).")] = None,
     dropout: Annotated[float | None, typer.Option(
         min=0.0, max=0.99, help="Dropout (preset cpu 0, paper 0.1).")] = None,
+    token_shift: Annotated[bool, typer.Option(
+        "--token-shift", help="Add a learned previous-token embedding to the input: what Line "
+        "and Circle coherence took on a CPU (docs/creativity.md).")] = False,
     device: Device = "auto",
     precision: Precision = "fp32",
     compile: Compile = False,
@@ -178,9 +181,9 @@ def train_cmd(
             method=method, seed_len=seed_len, steps=r.steps, batch_size=r.batch_size, lr=r.lr,
             warmup_steps=r.warmup_steps, weight_decay=r.weight_decay,
             min_lr_ratio=r.min_lr_ratio, dropout=r.dropout, d_model=r.d_model,
-            n_layers=r.n_layers, n_heads=r.n_heads, eval_every=eval_every, seed=seed,
-            device=device, precision=precision, compile=compile, grad_accum_steps=grad_accum,
-            max_seconds=max_seconds)
+            n_layers=r.n_layers, n_heads=r.n_heads, token_shift=token_shift,
+            eval_every=eval_every, seed=seed, device=device, precision=precision,
+            compile=compile, grad_accum_steps=grad_accum, max_seconds=max_seconds)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     try:

@@ -45,6 +45,11 @@ class TrainSettings:
     weight_decay: float = 0.01
     min_lr_ratio: float = 0.1  # 1.0: constant lr after the warm-up (the paper's schedule)
     dropout: float = 0.0
+    # Architecture knobs of icml25.nn (see docs/creativity.md, "What it took"): rotary
+    # positions and an order-one query/key init let the edge-matching heads form early.
+    positions: str = "learned"  # learned | rotary
+    qk_init_std: float | None = None  # None: 0.02 like every other weight
+    token_shift: bool = False  # input = token + previous token (icml25.nn token_shift)
     seed: int = 0
     eval_every: int = 0  # >0: score generations every N steps (learning curve)
     eval_n: int = 256
@@ -60,6 +65,10 @@ class TrainSettings:
         get_method(self.method)  # a clear error for an unknown name
         if self.seed_len is not None and self.seed_len < 0:
             raise ValueError("seed_len must be >= 0")
+        if self.positions not in ("learned", "rotary"):
+            raise ValueError(f"positions must be 'learned' or 'rotary', got {self.positions!r}")
+        if self.qk_init_std is not None and not self.qk_init_std > 0:
+            raise ValueError(f"qk_init_std must be positive, got {self.qk_init_std}")
         self.train_config(out_dir=None)  # device, precision, ... are checked here, once
 
     def train_config(self, out_dir: str | Path | None) -> TrainConfig:
@@ -162,7 +171,8 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
                   - (1 if method.causal else 0))
     model = Transformer(TransformerConfig(
         vocab_size=len(vocab), seq_len=seq_len, d_model=s.d_model, n_layers=s.n_layers,
-        n_heads=s.n_heads, causal=method.causal, dropout=s.dropout))
+        n_heads=s.n_heads, causal=method.causal, dropout=s.dropout, positions=s.positions,
+        qk_init_std=s.qk_init_std, token_shift=s.token_shift))
     n_rows = next(iter(rows.values())).shape[0]
     cfg = s.train_config(out_dir)
     # The rows move to the device once; a step draws its indices on the CPU (reproducible on

@@ -10,6 +10,12 @@ each of the two factors is proportional to the other, so a task whose first need
 tokens (a Zebra cell finding the clue that names it) can sit at uniform attention for a long
 time; ~1/sqrt(d_model) starts the logits at order one.
 
+``token_shift`` adds a learned embedding of the *previous* token to each position's input (a
+"smeared key" / token shift): position t starts out knowing the pair (x_{t-1}, x_t). A lookup
+that must match one token and read its neighbour (the edge ``x y`` that enters ``y``) then needs
+one attention layer instead of a previous-token head plus a matching head, which form only
+after a long plateau (creativity's Line and Circle; ``docs/creativity.md``).
+
 Saved as ``model.safetensors`` + ``config.json`` (``save`` / ``Transformer.load``).
 """
 
@@ -40,6 +46,7 @@ class TransformerConfig:
     tie_embeddings: bool = False
     position_groups: list[list[int]] | None = None  # per table: a group id for each position
     qk_init_std: float | None = None  # init std of query/key weights; default 0.02
+    token_shift: bool = False  # add a learned embedding of the previous token to the input
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads:
@@ -113,6 +120,7 @@ class Transformer(nn.Module):
         self.cfg = cfg
         self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos = nn.Embedding(cfg.seq_len, cfg.d_model) if cfg.positions == "learned" else None
+        self.prev_tok = nn.Embedding(cfg.vocab_size, cfg.d_model) if cfg.token_shift else None
         groups = cfg.position_groups or []
         self.groups = nn.ModuleList(nn.Embedding(max(ids) + 1, cfg.d_model) for ids in groups)
         for i, ids in enumerate(groups):
@@ -152,6 +160,8 @@ class Transformer(nn.Module):
         if t > self.cfg.seq_len:
             raise ValueError(f"sequence length {t} exceeds the model's seq_len {self.cfg.seq_len}")
         x = self.tok(idx)
+        if self.prev_tok is not None:  # position 0 has no previous token
+            x = x + F.pad(self.prev_tok(idx[:, :-1]), (0, 0, 1, 0))
         if self.pos is not None:
             x = x + self.pos(torch.arange(t, device=idx.device))
         for i, table in enumerate(self.groups):
