@@ -5,10 +5,11 @@ database helpers (its own core loop is left alone).
 Each user is one person logged in through a real session cookie and reads the pages of their
 role, one after the other, waiting 0.5-1.5 x ``--think`` seconds between them:
 
-* reviewers: the bidding console (two filters), their rewards page, a public reviewer profile;
+* reviewers: the bidding console (two filters), their rewards page, a public reviewer profile,
+  the venue's review form;
 * program chairs: the assignment workbench, the submissions table and its CSV, the admin page,
-  the roles page (senior area chairs, camera-ready deadline), and (``--propose``, off by
-  default) a workbench proposal, which runs the matcher;
+  the roles page (senior area chairs, camera-ready deadline), the review form editor, and
+  (``--propose``, off by default) a workbench proposal, which runs the matcher;
 * authors: the page of an accepted paper with its camera-ready and supplementary section, and
   the camera-ready download;
 * a senior area chair: their console and a paper of theirs; a sub-reviewer: the paper they
@@ -106,12 +107,12 @@ def setup(url: str, tmp: Path, n_papers: int) -> dict:
     author.upload_supplementary(sid, buf.getvalue())
     holder = db.scalar(select(m.Badge.user_id).where(m.Badge.tier == "top-10"))
     reviewer_pages = ["/v/p29-bid/bids", "/v/p29-bid/bids?unbid=1&sort=number", "/me/rewards",
-                      f"/reviewers/{holder}", "/verify"]
+                      f"/reviewers/{holder}", "/verify", "/v/p29-rev/review-form"]
     pages = {
         "reviewer": reviewer_pages,
         "chair": ["/v/p29-asg/assignment", "/v/p29-closed/submissions",
                   "/v/p29-closed/submissions.csv?sort=mean_score&desc=true",
-                  "/v/p29-closed/admin", "/v/p29-rev/roles"],
+                  "/v/p29-closed/admin", "/v/p29-rev/roles", "/v/p29-rev/review-form"],
         "author": [f"/s/{sid}", f"/s/{sid}/camera-ready.pdf"],
         "sac": ["/v/p29-rev/senior-ac", f"/s/{rev_subs[0].submission.id}"],
         "sub": [f"/s/{rev_subs[0].submission.id}"],

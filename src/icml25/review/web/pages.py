@@ -266,10 +266,8 @@ def pages() -> APIRouter:
     @r.post("/s/{sid}/review")
     async def review(c: C, sid: int, f: Annotated[ReviewForm, Form()]) -> Response:
         answers = await form_answers(c.request)
-        await run_in_threadpool(lambda: c.svc.save_review(
-            sid, summary=f.summary, strengths=f.strengths, questions=f.questions,
-            weaknesses=f.weaknesses, score=f.score, confidence=f.confidence,
-            submit=f.action != "draft", answers=answers))
+        await run_in_threadpool(lambda: c.svc.save_review(sid, **f.review_fields(),
+                                                          answers=answers))
         return back(f"/s/{sid}", "Review saved.")
 
     @r.post("/s/{sid}/discussion")

@@ -83,9 +83,7 @@ def role_pages() -> APIRouter:
     async def subreview(c: C, sid: int, f: Annotated[ReviewForm, Form()]) -> Response:
         answers = await form_answers(c.request)
         await run_in_threadpool(lambda: c.svc.save_delegated_review(
-            sid, summary=f.summary, strengths=f.strengths, questions=f.questions,
-            weaknesses=f.weaknesses, score=f.score, confidence=f.confidence,
-            submit=f.action != "draft", answers=answers))
+            sid, **f.review_fields(), answers=answers))
         return back(f"/s/{sid}", "Review saved (for the reviewer who invited you).")
 
     return r

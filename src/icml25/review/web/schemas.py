@@ -67,6 +67,12 @@ class ReviewForm(_Form):
     confidence: str = ""
     action: str = "submit"
 
+    def review_fields(self) -> dict:
+        """What ``save_review`` takes from the form (the buttons: draft or submit)."""
+        return {"summary": self.summary, "strengths": self.strengths,
+                "questions": self.questions, "weaknesses": self.weaknesses, "score": self.score,
+                "confidence": self.confidence, "submit": self.action != "draft"}
+
 
 class TextForm(_Form):
     text: str = ""
