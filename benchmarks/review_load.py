@@ -40,6 +40,8 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -460,6 +462,28 @@ def connections_per_worker(group: int, port: int) -> list[int]:
     return sorted(counts, reverse=True)
 
 
+@contextmanager
+def scratch_database(prefix: str, sqlite: bool = False) -> Iterator[tuple[str, Path, str | None]]:
+    """A fresh database for one run in a temporary directory: (URL, the directory, the
+    PostgreSQL database's name or None for a SQLite file). Dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = None
+    if not sqlite:
+        admin = make_engine(PG_ADMIN).execution_options(isolation_level="AUTOCOMMIT")
+        with admin.connect() as c:
+            c.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            url = (f"sqlite:///{Path(tmp) / (name + '.sqlite3')}" if sqlite
+                   else re.sub(r"/[^/]*$", f"/{name}", PG_ADMIN))
+            yield url, Path(tmp), None if sqlite else name
+    finally:
+        if admin is not None:
+            with admin.connect() as c:
+                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            admin.dispose()
+
+
 def kill_server(server: subprocess.Popen) -> None:
     """SIGKILL the whole group: uvicorn's workers outlive a killed parent."""
     try:
@@ -491,24 +515,15 @@ def main() -> None:
                     help="a SQLite file instead of PostgreSQL (ICML25_TEST_PG_URL)")
     args = ap.parse_args()
     backend = "SQLite" if args.sqlite else "PostgreSQL"
-    name = f"icml25_review_load_{uuid.uuid4().hex[:8]}"
-    admin = None
-    if not args.sqlite:
-        admin = make_engine(PG_ADMIN).execution_options(isolation_level="AUTOCOMMIT")
-        with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
     server = None
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            url = (f"sqlite:///{Path(tmp) / 'load.sqlite3'}" if args.sqlite
-                   else re.sub(r"/[^/]*$", f"/{name}", PG_ADMIN))
-            plan = setup(url, Path(tmp), args.papers)
-            server, port = start_server(url, Path(tmp), args.workers, args.server_log)
+    with scratch_database("icml25_review_load", args.sqlite) as (url, tmp, db_name):
+        try:
+            plan = setup(url, tmp, args.papers)
+            server, port = start_server(url, tmp, args.workers, args.server_log)
             if args.burst:
                 res = run_burst(port, plan, args.burst, args.rounds)
             else:
-                cpu0, own0 = cpu_seconds(server.pid, None if args.sqlite else name), \
-                    time.process_time()
+                cpu0, own0 = cpu_seconds(server.pid, db_name), time.process_time()
                 timer = threading.Timer(min(5.0, args.seconds / 2), lambda: spread.extend(
                     connections_per_worker(server.pid, port)))
                 spread: list[int] = []
@@ -516,17 +531,10 @@ def main() -> None:
                 lat, errors = asyncio.run(drive(port, plan, args.users, args.seconds,
                                                 args.think, args.client, args.mix))
                 timer.cancel()
-                cpu1, own1 = cpu_seconds(server.pid, None if args.sqlite else name), \
-                    time.process_time()
-            kill_server(server)
-            server = None
-    finally:
-        if server is not None:
-            kill_server(server)
-        if admin is not None:
-            with admin.connect() as c:
-                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
+                cpu1, own1 = cpu_seconds(server.pid, db_name), time.process_time()
+        finally:
+            if server is not None:
+                kill_server(server)
     if args.burst:
         report_burst(res, args.burst, args.rounds, args.workers, backend)
         return

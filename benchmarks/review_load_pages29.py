@@ -38,13 +38,12 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 import zipfile
 from pathlib import Path
 
 import httpx
 import numpy as np
-from sqlalchemy import select, text
+from sqlalchemy import select
 
 sys.path.insert(0, str(Path(__file__).parent))
 from icml25.review import models as m  # noqa: E402
@@ -60,12 +59,13 @@ from icml25.review.demo import (  # noqa: E402
 from icml25.review.security import minimal_pdf  # noqa: E402
 from icml25.review.service import ReviewService  # noqa: E402
 from icml25.review.workflow import Phase, Role  # noqa: E402
-from review_load import PG_ADMIN, cpu_seconds, kill_server, start_server  # noqa: E402
-
-try:  # how evenly the workers share the clients (review_load.py from commit c827f19 on)
-    from review_load import connections_per_worker
-except ImportError:  # pragma: no cover - an older review_load.py
-    connections_per_worker = None
+from review_load import (  # noqa: E402
+    connections_per_worker,
+    cpu_seconds,
+    kill_server,
+    scratch_database,
+    start_server,
+)
 
 SAC, SUB = "sac@sac-inst.example", "sub@sub-lab.example"
 # users per role out of every 10
@@ -252,38 +252,24 @@ def main() -> None:
         return
     if args.think <= 0:
         ap.error("this benchmark measures pages read by people: --think must be > 0")
-    name = f"icml25_review_p29_{uuid.uuid4().hex[:8]}"
-    admin = None
-    if not args.sqlite:
-        admin = make_engine(PG_ADMIN).execution_options(isolation_level="AUTOCOMMIT")
-        with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
     server = None
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            url = (f"sqlite:///{Path(tmp) / 'p29.sqlite3'}" if args.sqlite
-                   else re.sub(r"/[^/]*$", f"/{name}", PG_ADMIN))
-            plan = setup(url, Path(tmp), args.papers)
+    with scratch_database("icml25_review_p29", args.sqlite) as (url, tmp, db_name):
+        try:
+            plan = setup(url, tmp, args.papers)
             users = login_all(plan, args.users)
-            server, port = start_server(url, Path(tmp), args.workers, args.server_log)
-            cpu0 = cpu_seconds(server.pid, None if args.sqlite else name)
+            server, port = start_server(url, tmp, args.workers, args.server_log)
+            cpu0 = cpu_seconds(server.pid, db_name)
             spread: list[int] = []
             timer = threading.Timer(min(5.0, args.seconds / 2), lambda: spread.extend(
-                connections_per_worker(server.pid, port) if connections_per_worker else []))
+                connections_per_worker(server.pid, port)))
             timer.start()
             lat, errors = asyncio.run(drive(port, plan, users, args.seconds, args.think,
                                             args.propose))
             timer.cancel()
-            cpu1 = cpu_seconds(server.pid, None if args.sqlite else name)
-            kill_server(server)
-            server = None
-    finally:
-        if server is not None:
-            kill_server(server)
-        if admin is not None:
-            with admin.connect() as c:
-                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
+            cpu1 = cpu_seconds(server.pid, db_name)
+        finally:
+            if server is not None:
+                kill_server(server)
     total = sum(len(v) for v in lat.values())
     backend = "SQLite" if args.sqlite else "PostgreSQL"
     print(f"issue 29 pages: {args.users} users (think {args.think:g} s), {args.seconds:.0f} s, "
