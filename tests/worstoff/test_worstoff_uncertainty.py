@@ -69,6 +69,18 @@ def test_bootstrap_is_seeded_and_matches_the_point_estimates():
     assert ev.meaningful and ev.lever() == ["expand access"] * 3  # PAR ~ 3.9 / 2.1 / 1.6
 
 
+def test_lever_says_neither_where_recall_is_saturated():
+    # an accurate predictor catches every worst-off person from a moderate capacity on: both
+    # steps gain nothing there (PAR 0/0), which is no reason to expand access
+    y, _ = _gaussian(2000, seed=4)
+    p = y + 0.2 * np.random.default_rng(5).normal(size=y.size)
+    ev = bootstrap_evaluation(y, p, np.array([0.06, 0.5, 0.8]), 0.05, d_r2=0.02, n_boot=100,
+                              seed=0)
+    assert ev.recall[0] < 1 and np.all(ev.recall[1:] == 1)
+    lever = ev.lever()
+    assert lever[0] != "neither" and lever[1:] == ["neither", "neither"]
+
+
 def test_constant_and_useless_predictors_warn():
     y, _ = _gaussian(400, seed=2)
     const = np.full_like(y, y.mean() + 1.0)
@@ -122,7 +134,7 @@ def test_evaluate_json_has_intervals(tmp_path):
         assert all(len(ci) == 2 and ci[0] <= inf(v) <= inf(ci[1])
                    for v, ci in zip(b[key], b[f"{key}_ci"], strict=True)), key
     np.testing.assert_allclose(b["recall"], empirical_value(y, p, b["alphas"], 0.2))
-    assert set(b["lever"]) <= {"expand access", "improve prediction", "unclear"}
+    assert set(b["lever"]) <= {"expand access", "improve prediction", "unclear", "neither"}
 
 
 def test_delta_alpha_star_bootstrap_point_equals_the_estimator_and_is_seeded():

@@ -300,7 +300,8 @@ def evaluate(
     if not problems:
         console.print("lever: 'expand access' when the whole PAR interval is above 1 (a "
                       "capacity step buys more recall than an R2 step), 'improve prediction' "
-                      "when it is below 1, 'unclear' otherwise. With unequal costs, expand "
+                      "when it is below 1, 'unclear' otherwise; 'neither' when recall is "
+                      "saturated (no step gains anything). With unequal costs, expand "
                       "access iff cost(access step) / cost(prediction step) < PAR.")
     for path in written:
         console.print(f"wrote {path}")

@@ -186,12 +186,17 @@ class ScreeningEvaluation:
     def lever(self, cost_ratio: float = 1.0) -> list[str | None]:
         """Per alpha, at ``cost_ratio`` = cost of a capacity step / cost of an R^2 step:
         "expand access" when the whole PAR interval is above it, "improve prediction" when it
-        is below, "unclear" when it straddles it; None for every alpha when not meaningful."""
+        is below, "unclear" when it straddles it, "neither" when no resample gains recall from
+        either step (recall already saturated: PAR is 0/0, not a case for more access); None
+        for every alpha when not meaningful."""
         if not self.meaningful:
             return [None] * self.alphas.size
         out = []
-        for lo, hi in self.par_ci:
-            if lo > cost_ratio:
+        saturated = (self.access_gain_ci[:, 1] <= 0) & (self.prediction_gain_ci[:, 1] <= 0)
+        for (lo, hi), flat in zip(self.par_ci, saturated, strict=True):
+            if flat:
+                out.append("neither")
+            elif lo > cost_ratio:
                 out.append("expand access")
             elif hi < cost_ratio:
                 out.append("improve prediction")
