@@ -19,16 +19,16 @@ to stay masked after this step, the largest probability that keeps the schedule 
 
 **Paced** (``paced=True``, the default of every schedule): every remasked token is paid for by
 revealing one more new token in the same pass, so remasking makes the decoder more parallel --
-with 20 steps for ~56 blanks, ~3 new cells per pass become ~4, which costs more than random
-corrections earn. ReMDM itself spends passes of their own on remasking (its loop phase holds
-the masking level constant). A paced schedule does the same within a fixed budget: no pass
+with 20 steps for ~56 blanks, ~3 new cells per pass became ~4, which cost more than the random
+corrections earned (docs/mdm.md). ReMDM itself gives remasking passes of its own (its loop phase
+holds the masking level constant). A paced schedule does the same within a fixed budget: no pass
 reveals more new tokens than the K schedule's busiest pass of the block, ``ceil(masked /
 steps)``, so remasking only fills the room the schedule's rounding leaves; and a pass that the
-row can spare (more passes left than masked positions: plain decoding would finish early)
-holds the masked count level, remasking and revealing alike. With fewer steps than blanks the
-room is small (at 50 steps for 56 blanks: at most one token a pass; at 20 steps only in the
-last few passes), so a paced schedule stays close to plain decoding; with more steps than
-blanks it gets the spare passes. ``paced=False`` is ReMDM's count rule alone, as before.
+row can spare (more passes left than masked positions: plain decoding would finish early) holds
+the masked count level, remasking and revealing alike. With fewer steps than blanks the room is
+small (at 50 steps for 56 blanks: at most one token a pass; at 20 steps only in the last few
+passes), so a paced schedule stays close to plain decoding; with more steps than blanks it gets
+the spare passes. ``paced=False`` is ReMDM's count rule alone, as before.
 
 Defaults (cap 0.05, rescale 0.05, conf 0.1, all paced) were chosen on one held-out Sudoku seed
 and measured on another (``benchmarks/mdm_decoding_study.py``, docs/mdm.md).
@@ -142,7 +142,8 @@ REMASK_SCHEDULES: dict[str, type[_Schedule]] = {"cap": Cap, "rescale": Rescale, 
 
 def check_remask(remask) -> _Schedule | None:
     """``None``, a schedule name (default parameters), ``"name:eta"`` or
-    ``"name:eta:start[:stop]"``, or a schedule object."""
+    ``"name:eta:start[:stop]"`` (paced), or a schedule object (``paced=False`` for ReMDM's
+    count rule alone)."""
     if remask is None or isinstance(remask, _Schedule):
         return remask
     if isinstance(remask, str):
