@@ -4,7 +4,9 @@
 top margin against each ReMDM schedule (same model, same steps, same puzzles), at 50 steps (the
 paper's budget) and at fewer. ``threshold``: held-out easy puzzles, puzzles solved against the
 forward passes spent -- fixed-K top margin at several step counts beside Fast-dLLM threshold
-decoding (steps 81 is only an upper bound there; the passes are counted).
+decoding (steps 81 is only an upper bound there; the passes are counted). Schedules are the
+``--remask`` strings (paced, the default); ``cap:0.05/unpaced`` is the same schedule with
+ReMDM's count rule alone, as measured before pacing.
 
 Run (niced, one thread, in the background)::
 
@@ -17,6 +19,7 @@ Run (niced, one thread, in the background)::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -26,9 +29,10 @@ import torch
 
 from icml25.core.stats import clopper_pearson
 from icml25.mdm import sudoku
+from icml25.mdm.remask import check_remask
 from icml25.mdm.sudoku_mdm import load_model, solve_grids
 
-REMASKS = "none,cap:0.05,conf:0.1"
+REMASKS = "none,cap,rescale,conf"
 FIXED_STEPS = "10,20,50"
 THRESHOLDS = "0.9,0.7"
 
@@ -39,6 +43,18 @@ def row(puzzles, grids, used, seconds, **fields):
     return fields | {"solved": float(ok.mean()), "ci": [lo, hi], "n": len(ok),
                      "solved_ids": np.flatnonzero(ok).tolist(),
                      "forward_passes_mean": float(np.mean(used)), "seconds": seconds}
+
+
+def schedule_of(spec: str):
+    """``none``, a ``--remask`` string, or one with ``/unpaced`` appended (ReMDM's count rule
+    alone, as every schedule was before pacing became the default)."""
+    if spec == "none":
+        return None
+    name, _, flag = spec.partition("/")
+    if flag not in ("", "unpaced"):
+        raise SystemExit(f"unknown flag {flag!r} in {spec!r} (only /unpaced)")
+    schedule = check_remask(name)
+    return dataclasses.replace(schedule, paced=False) if flag else schedule
 
 
 def run(model, puzzles, **kw):
@@ -52,7 +68,8 @@ def main() -> None:
     ap.add_argument("study", choices=["remask", "threshold"])
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--steps", default="50,20", help="remask: step counts")
-    ap.add_argument("--remasks", default=REMASKS, help="remask: schedules (none = plain)")
+    ap.add_argument("--remasks", default=REMASKS,
+                    help="remask: schedules (none = plain; 'cap:0.05/unpaced' = without pacing)")
     ap.add_argument("--fixed-steps", default=FIXED_STEPS, help="threshold: fixed-K step counts")
     ap.add_argument("--thresholds", default=THRESHOLDS)
     ap.add_argument("--easy-seed", type=int, default=2, help="held-out easy puzzles' seed")
@@ -78,7 +95,7 @@ def main() -> None:
             puzzles, _ = sudoku.generate_dataset(args.n, seed=seed, difficulty=level)
             for steps in (int(s) for s in args.steps.split(",")):
                 for remask in args.remasks.split(","):
-                    schedule = None if remask == "none" else remask
+                    schedule = schedule_of(remask)
                     add(row(puzzles, *run(model, puzzles, steps=steps, remask=schedule),
                             level=level, seed=seed, steps=steps, remask=remask))
     else:

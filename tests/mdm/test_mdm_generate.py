@@ -8,7 +8,7 @@ from torch import nn
 from icml25.mdm import generate
 from icml25.mdm.decoding import Generation
 from icml25.mdm.planners import PLANNERS, certainty
-from icml25.mdm.remask import REMASK_SCHEDULES, Cap, Conf, check_remask
+from icml25.mdm.remask import REMASK_SCHEDULES, Cap, Conf, Rescale, check_remask
 
 transformers = pytest.importorskip("transformers")
 
@@ -157,15 +157,49 @@ def test_remasking_returns_tokens_to_mask_and_still_finishes():
     g = torch.Generator().manual_seed(5)
     model = Fixed(one_hot_logits([[0.0, 0.7, 0.3]] * 12))
     info = generate(model, torch.zeros(2, 12, dtype=torch.long), mask_id=0, gen_length=0,
-                    steps=12, remask=Cap(eta=0.3), generator=g, return_info=True)
+                    steps=12, remask=Cap(eta=0.3, paced=False), generator=g,
+                    return_info=True)
     masked_counts = [int((c == 0).sum()) for c in model.calls]
-    # the schedule keeps the masked count on the linear path: 2 rows x (12, 11, ..., 1)
+    # unpaced, the schedule keeps the masked count on the linear path: 2 rows x (12, ..., 1)
     assert masked_counts == [2 * m for m in range(12, 0, -1)]
     assert not (info.ids == 0).any() and info.forward_passes == 12
     # and some revealed token went back to mask on the way (else remasking did nothing)
     back = any(bool(((a != 0) & (b == 0)).any())
                for a, b in zip(model.calls, model.calls[1:], strict=False))
     assert back
+
+
+def passes(model, ids, mask_id=0):
+    """Per forward pass: (new tokens revealed, tokens sent back to mask), over all rows."""
+    seen = [*model.calls, ids]
+    return [(int(((a == mask_id) & (b != mask_id)).sum()),
+             int(((a != mask_id) & (b == mask_id)).sum()))
+            for a, b in zip(seen, seen[1:], strict=False)]
+
+
+@pytest.mark.parametrize("schedule", [Cap(eta=1.0), Rescale(eta=1.0), Conf(eta=1.0)])
+def test_paced_remasking_never_reveals_more_per_pass_than_the_schedule(schedule):
+    g = torch.Generator().manual_seed(6)
+    # fewer steps than masks: 12 in 5 steps, the linear schedule reveals 3, 3, 2, 2, 2 -- a
+    # paced schedule may remask only in the passes with room (2 < 3), one token each
+    model = Fixed(one_hot_logits([[0.0, 0.7, 0.3]] * 12))
+    ids = generate(model, torch.zeros(1, 12, dtype=torch.long), mask_id=0, gen_length=0,
+                   steps=5, remask=schedule, generator=g)
+    per_pass = passes(model, ids)
+    assert not (ids == 0).any() and len(model.calls) == 5
+    assert all(new <= 3 for new, _ in per_pass)
+    assert [back for _, back in per_pass] == [0, 0, 1, 1, 0]
+    # more steps than masks: 4 in 10 steps; plain decoding would finish after 4 passes, a paced
+    # schedule spends the spare ones holding the masked count level (ReMDM's loop), one new
+    # token per pass at most, and still ends with every mask filled by the last pass
+    model = Fixed(one_hot_logits([[0.0, 0.7, 0.3]] * 4))
+    ids = generate(model, torch.zeros(1, 4, dtype=torch.long), mask_id=0, gen_length=0,
+                   steps=10, remask=schedule, generator=g)
+    per_pass = passes(model, ids)
+    assert not (ids == 0).any() and 4 < len(model.calls) <= 10
+    assert all(new <= 1 for new, _ in per_pass) and sum(back for _, back in per_pass) > 0
+    held = [new == back for new, back in per_pass]
+    assert any(held) and not held[-1]
 
 
 def test_conf_remasks_the_least_confident_first():

@@ -47,8 +47,9 @@ def solve(
                     "fits on a GPU).")] = None,
     noise: Noise = 0.0,
     remask: Annotated[str | None, typer.Option(
-        help="ReMDM remasking schedule: cap | rescale | conf, optionally name:eta "
-             "(e.g. conf:0.1); default none.")] = None,
+        help="ReMDM remasking schedule: cap | rescale | conf, optionally name:eta[:start[:stop]] "
+             "(e.g. conf:0.1); paced, so no pass reveals more cells than without it; "
+             "default none.")] = None,
     threshold: Annotated[float | None, typer.Option(
         min=0.0, max=1.0, help="Also reveal every cell predicted with at least this "
                                "probability (Fast-dLLM parallel decoding).")] = None,

@@ -20,7 +20,8 @@ Gumbel), and reveals the K best of them with the most probable token (or a sampl
   the block whose predicted token has probability >= ``threshold`` -- at least the schedule's K
   (so at least one) per step, hence ``steps`` is an upper bound on the forward passes.
 - ``remask``: a ReMDM schedule (``"cap"``, ``"rescale"``, ``"conf"``, ``"name:eta"`` or an object
-  from :mod:`icml25.mdm.remask`).
+  from :mod:`icml25.mdm.remask`). Paced by default: no pass reveals more new tokens than the K
+  schedule's busiest pass, and spare passes (more steps than masks) hold the masked count.
 
 Example (a randomly initialised BERT; any ``AutoModelForMaskedLM`` works the same)::
 
@@ -223,6 +224,8 @@ def generate(
                     scores = scores + noise * gumbel(scores.shape, generator, scores)
                 n_masked = eligible.sum(1)
                 k = k_fn(n_masked, block_steps - step, generator).clamp(max=n_masked)
+                if step == 0:  # the block's pace: its average reveals per pass, rounded up
+                    pace = -(-n_masked // block_steps)
                 conf = None
                 if threshold is not None or schedule is not None:
                     conf = probs.gather(-1, values[..., None]).squeeze(-1)
@@ -232,8 +235,8 @@ def generate(
                 again = None
                 if schedule is not None and schedule.active(step, block_steps):
                     revealed = in_block & target & ~masked
-                    r = schedule.count(revealed.sum(1), n_masked - k, generator)
-                    r = torch.minimum(r, n_masked - k).clamp_min(0)
+                    k, r = schedule.plan(k, n_masked, revealed.sum(1), block_steps - step,
+                                         pace, generator)
                     if bool(r.any()):
                         again = schedule.pick(revealed, confidence, r, generator)
                         k = k + r

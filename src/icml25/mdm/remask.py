@@ -17,8 +17,21 @@ to stay masked after this step, the largest probability that keeps the schedule 
                (ReMDM-conf weights tokens by the softmax of minus that confidence; we take the
                lowest, deterministically)
 
-Defaults (cap 0.05, rescale 0.05, conf 0.1) are the settings measured on held-out Sudoku
-(``benchmarks/mdm_decoding_study.py``, docs/mdm.md); rescale was not measured there.
+**Paced** (``paced=True``, the default of every schedule): every remasked token is paid for by
+revealing one more new token in the same pass, so remasking makes the decoder more parallel --
+with 20 steps for ~56 blanks, ~3 new cells per pass became ~4, which cost more than the random
+corrections earned (docs/mdm.md). ReMDM itself gives remasking passes of its own (its loop phase
+holds the masking level constant). A paced schedule does the same within a fixed budget: no pass
+reveals more new tokens than the K schedule's busiest pass of the block, ``ceil(masked /
+steps)``, so remasking only fills the room the schedule's rounding leaves; and a pass that the
+row can spare (more passes left than masked positions: plain decoding would finish early) holds
+the masked count level, remasking and revealing alike. With fewer steps than blanks the room is
+small (at 50 steps for 56 blanks: at most one token a pass; at 20 steps only in the last few
+passes), so a paced schedule stays close to plain decoding; with more steps than blanks it gets
+the spare passes. ``paced=False`` is ReMDM's count rule alone, as before.
+
+Defaults (cap 0.05, rescale 0.05, conf 0.1, all paced) were chosen on one held-out Sudoku seed
+and measured on another (``benchmarks/mdm_decoding_study.py``, docs/mdm.md).
 Counts are rounded stochastically (unbiased). A revealed token is never re-predicted in place:
 models trained with the masked-diffusion loss are scored on masked positions only, so their
 output at a visible position means nothing; a remasked token is predicted afresh later.
@@ -42,6 +55,7 @@ class _Schedule:
     eta: float
     start: float = 0.0
     stop: float = 1.0
+    paced: bool = True
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.eta <= 1.0:
@@ -65,6 +79,23 @@ class _Schedule:
                                 torch.zeros_like(u))
         expected = self.sigma(sigma_max) * u
         return (expected + _uniform(expected.shape, generator, expected)).floor().long()
+
+    def plan(self, k: torch.Tensor, n_masked: torch.Tensor, revealed: torch.Tensor,
+             steps_left: int, pace: torch.Tensor, generator: torch.Generator | None):
+        """``(k, r)`` for one step: ``k``, how many masked positions the step reveals on net
+        (the K schedule's count comes in), and ``r``, how many revealed tokens it sends back;
+        the pass reveals ``k + r`` new ones. ``pace``: ``ceil(masked at the block's start /
+        its steps)``, the linear K schedule's busiest pass. Paced, no pass reveals more than
+        ``pace`` (remasking fills only the room ``pace - k``), and a pass the row can spare
+        (more passes left than masked positions) holds the masked count level: ``k - 1``
+        net, as in ReMDM's loop phase."""
+        if not self.paced:
+            r = self.count(revealed, n_masked - k, generator)
+            return k, torch.minimum(r, n_masked - k).clamp_min(0)
+        held = k - ((steps_left > n_masked) & (k > 0)).long()
+        r = self.count(revealed, n_masked - held, generator)
+        r = torch.minimum(r, torch.minimum(n_masked - held, pace - held)).clamp_min(0)
+        return torch.where(r > 0, held, k), r
 
     def weights(self, candidates: torch.Tensor, confidence: torch.Tensor,
                 generator: torch.Generator | None) -> torch.Tensor:
@@ -111,7 +142,8 @@ REMASK_SCHEDULES: dict[str, type[_Schedule]] = {"cap": Cap, "rescale": Rescale, 
 
 def check_remask(remask) -> _Schedule | None:
     """``None``, a schedule name (default parameters), ``"name:eta"`` or
-    ``"name:eta:start[:stop]"``, or a schedule object."""
+    ``"name:eta:start[:stop]"`` (paced), or a schedule object (``paced=False`` for ReMDM's
+    count rule alone)."""
     if remask is None or isinstance(remask, _Schedule):
         return remask
     if isinstance(remask, str):
