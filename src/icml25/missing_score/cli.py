@@ -8,8 +8,14 @@ from typing import Annotated
 
 import typer
 
+from icml25.core.cli_options import DropNA, on_missing_option
+
 app = typer.Typer(help="Score matching and sparse graphical models from data with missing "
                   "values (Givens, Liu & Reeve, ICML 2025).", no_args_is_help=True)
+
+OnMissing = on_missing_option(
+    "keep", "keep hands missing cells to the estimator, which is made for them; drop fits on "
+            "the complete rows only.")
 
 
 @app.callback()
@@ -19,7 +25,8 @@ def _root() -> None:
 
 @app.command()
 def graph(
-    data: Annotated[Path, typer.Argument(help="CSV file; empty cells or NaN/NA are missing.")],
+    data: Annotated[Path, typer.Argument(
+        help="CSV/TSV (or Parquet) file; empty cells, NA, NaN, null, ? are missing.")],
     method: Annotated[str, typer.Option(help="iw, variational, em, zeroed or complete.")] = "iw",
     alpha: Annotated[str, typer.Option(
         help="L1 penalty: 'auto' (default) chooses it along the path by --selection "
@@ -48,12 +55,8 @@ def graph(
     figure: Annotated[Path | None, typer.Option(
         help="Where to write the graph + path figure (default: <data>_graph.png).")] = None,
     no_figure: Annotated[bool, typer.Option("--no-figure", help="Skip the figure.")] = False,
-    on_missing: Annotated[str | None, typer.Option(
-        "--on-missing", help="keep (default: the estimator handles missing cells) | drop "
-                             "(complete rows only, reported) | error (fail on the first "
-                             "missing cell).")] = None,
-    dropna: Annotated[bool, typer.Option("--dropna", help="Short for --on-missing drop.")]
-    = False,
+    on_missing: OnMissing = None,
+    dropna: DropNA = False,
 ) -> None:
     """Estimate a sparse Gaussian graphical model from DATA without imputing it first."""
     import warnings
