@@ -180,6 +180,30 @@ def test_shao_scheme_refits_on_one_fold_and_scores_on_the_rest():
         MissingScoreGGMCV(**{**kw, "cv": 60}).fit(X)
 
 
+def test_n_repeats_averages_fresh_splits_and_keeps_the_first():
+    """n_repeats=R scores R K-fold splits: the first is the n_repeats=1 split (same losses),
+    the others are different shuffles of the rows, and the mean is over all K x R splits."""
+    X, _ = _chain(d=6, n=300, seed=5)
+    kw = dict(alphas=4, cv=3, ggm_params={"n_iter_start": 30, "n_iter_per_alpha": 3},
+              random_state=0)
+    one = MissingScoreGGMCV(**kw).fit(X)
+    three = MissingScoreGGMCV(n_repeats=3, **kw).fit(X)
+    r1, r3 = one.cv_results_, three.cv_results_
+    for i in range(3):
+        np.testing.assert_array_equal(r3[f"split{i}_test_loss"], r1[f"split{i}_test_loss"])
+    splits = np.array([r3[f"split{i}_test_loss"] for i in range(9)])
+    assert "split9_test_loss" not in r3
+    assert not np.allclose(splits[3:6], splits[:3])  # a fresh shuffle, not the same split
+    np.testing.assert_allclose(r3["mean_test_loss"], splits.mean(axis=0))
+    assert three.alpha_ == three.cv_alphas_[np.argmin(r3["mean_test_loss"])]
+    folds = list(three._splits(X, 3))
+    assert len(folds) == 9 and all(np.sort(np.concatenate([te for _, te in folds[3 * r:3 * r + 3]]))
+                                   .tolist() == list(range(300)) for r in range(3))
+    for bad in (0, 1.5):
+        with pytest.raises(ValueError, match="n_repeats must be an integer >= 1"):
+            MissingScoreGGMCV(n_repeats=bad, **kw).fit(X)
+
+
 def test_observed_loglik_is_the_gaussian_marginal_likelihood():
     from scipy.stats import multivariate_normal
 
