@@ -125,6 +125,19 @@ def test_resolve_on_missing():
         resolve_on_missing("keep", True)
     with pytest.raises(TableError, match="error\\|drop\\|keep"):
         resolve_on_missing("ignore", False)
+    assert resolve_on_missing("drop", no_keep="why") == "drop"
+    with pytest.raises(TableError, match="keep is not supported here: why"):
+        resolve_on_missing(None, default="keep", no_keep="why")
+
+
+def test_one_column_of_decimal_commas(tmp_path):
+    t = read_table(_w(tmp_path, "loss\n0,5\nNA\n1,25\n"))
+    assert t.columns == ["loss"] and t.decimal == ","
+    assert t.numeric(on_missing="drop").X.ravel().tolist() == [0.5, 1.25]
+    # two columns of integers stay two columns, and a ragged comma file is still an error
+    assert read_table(_w(tmp_path, "a,b\n0,5\n1,2\n", "i.csv")).columns == ["a", "b"]
+    with pytest.raises(TableError, match="line 3 has 1 fields, expected 2"):
+        read_table(_w(tmp_path, "a,b\n1,2\n3\n", "r.csv"))
 
 
 def test_parquet(tmp_path):

@@ -97,6 +97,10 @@ def test_graph_reports_the_cv_alpha_and_accepts_a_fixed_one(tmp_path):
     assert out["cv"]["scheme"] == "shao" and out["cv"]["preconditioner"] == "covariance"
     assert out["alpha"] in out["cv"]["alphas"] and len(out["cv"]["mean_test_loss"]) == 8
     assert (tmp_path / "data_graph.png").stat().st_size > 1000
+    res = CliRunner().invoke(app, ["graph", str(f), "--n-alphas", "8", "--cv", "3",
+                                   "--selection", "cv", "--cv-repeats", "2", "--no-figure"])
+    assert res.exit_code == 0, res.output
+    assert "3-fold x 2 splits shao CV" in " ".join(res.output.split())  # the title may wrap
     # the default: extended BIC, reported with its curve and the edge count of each penalty
     res = CliRunner().invoke(app, ["graph", str(f), "--json", "--n-alphas", "8",
                                    "--figure", str(tmp_path / "eb.png")])

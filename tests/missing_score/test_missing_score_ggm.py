@@ -191,15 +191,29 @@ def test_glasso_baselines_find_an_easy_graph(baseline):
 
 @pytest.mark.slow
 def test_speed_target_iw_path_d100_under_60s():
+    """The 100-penalty IW path at d = 100, n = 1000, 50% missing in under 60 s of CPU time on
+    one thread. CPU time (``time.process_time``), not wall clock: on a shared machine the
+    process waits for a core, which wall clock counts and CPU time does not (docs/missing_score
+    .md: 8.7 s CPU against 87.7 s wall at load 13-24). Every pool is held to one thread so the
+    CPU time is that of one core; a fit 7x slower than today's still fails."""
     import time
+
+    from threadpoolctl import threadpool_limits
 
     rng = np.random.default_rng(0)
     P, adj = star_precision(100, rng)
     X = sample_gaussian(1000, np.zeros(100), P, rng)
     X[mcar_mask(X.shape, 0.5, rng)] = np.nan
-    t = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est = MissingScoreGGM(method="iw", alpha=1e-4, n_alphas=100, random_state=0).fit(X)
-    assert time.perf_counter() - t < 60
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(1), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cpu, wall = time.process_time(), time.perf_counter()
+            est = MissingScoreGGM(method="iw", alpha=1e-4, n_alphas=100, random_state=0).fit(X)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    finally:
+        torch.set_num_threads(threads)
+    print(f"IW path d=100: {cpu:.1f} s CPU, {wall:.1f} s wall")
+    assert cpu < 60, (cpu, wall)
     assert _auc(adj, est.edge_scores_) > 0.75

@@ -119,13 +119,16 @@ def test_cv_on_the_all_rows_path_scores_its_own_edge_sets_with_one_path_fit(monk
                         lambda self, X, y=None: fits.append(len(X)) or real_fit(self, X))
     cheap = dict(alphas=3, cv=3, ggm_params={"n_iter_start": 20, "n_iter_per_alpha": 2},
                  random_state=0)
-    MissingScoreGGMCV(**cheap).fit(X)
-    MissingScoreGGMCV(candidates="fold", scheme="kfold", **cheap).fit(X)
+    MissingScoreGGMCV(**cheap).fit(X)  # five splits (the default), still one path fit
+    MissingScoreGGMCV(candidates="fold", scheme="kfold", n_repeats=1, **cheap).fit(X)
     # path: grid fit, the shared all-rows path, final; fold: grid fit, 3 fold paths, final
     assert fits == [600, 600, 600, 600, 400, 400, 400, 600], fits
     fits.clear()
-    MissingScoreGGMCV(candidates="fold", **cheap).fit(X)  # Shao: each path on one fold
+    MissingScoreGGMCV(candidates="fold", n_repeats=1, **cheap).fit(X)  # Shao: one fold each
     assert fits == [600, 200, 200, 200, 600], fits
+    fits.clear()
+    MissingScoreGGMCV(candidates="fold", n_repeats=2, **cheap).fit(X)  # a path per split
+    assert fits == [600] + [200] * 6 + [600], fits
     kw = dict(alphas=12, cv=3, selection="cv", random_state=0)
     path = MissingScoreGGMCV(**kw).fit(X)
     full = real_fit(MissingScoreGGM(alpha=path.cv_alphas_[-1], alpha_max=path.cv_alphas_[0],
@@ -178,6 +181,31 @@ def test_shao_scheme_refits_on_one_fold_and_scores_on_the_rest():
         MissingScoreGGMCV(preconditioner="none", **kw).fit(X)
     with pytest.raises(ValueError, match="refits on one fold of 5 rows, fewer than d \\+ 1"):
         MissingScoreGGMCV(**{**kw, "cv": 60}).fit(X)
+
+
+def test_n_repeats_averages_fresh_splits_and_keeps_the_first():
+    """n_repeats=R scores R K-fold splits: the first is the n_repeats=1 split (same losses),
+    the others are different shuffles of the rows, and the mean is over all K x R splits."""
+    X, _ = _chain(d=6, n=300, seed=5)
+    kw = dict(alphas=4, cv=3, ggm_params={"n_iter_start": 30, "n_iter_per_alpha": 3},
+              random_state=0)
+    one = MissingScoreGGMCV(n_repeats=1, **kw).fit(X)
+    three = MissingScoreGGMCV(n_repeats=3, **kw).fit(X)
+    assert "split2_test_loss" in one.cv_results_ and "split3_test_loss" not in one.cv_results_
+    r1, r3 = one.cv_results_, three.cv_results_
+    for i in range(3):
+        np.testing.assert_array_equal(r3[f"split{i}_test_loss"], r1[f"split{i}_test_loss"])
+    splits = np.array([r3[f"split{i}_test_loss"] for i in range(9)])
+    assert "split9_test_loss" not in r3
+    assert not np.allclose(splits[3:6], splits[:3])  # a fresh shuffle, not the same split
+    np.testing.assert_allclose(r3["mean_test_loss"], splits.mean(axis=0))
+    assert three.alpha_ == three.cv_alphas_[np.argmin(r3["mean_test_loss"])]
+    folds = list(three._splits(X, 3))
+    assert len(folds) == 9 and all(np.sort(np.concatenate([te for _, te in folds[3 * r:3 * r + 3]]))
+                                   .tolist() == list(range(300)) for r in range(3))
+    for bad in (0, 1.5):
+        with pytest.raises(ValueError, match="n_repeats must be an integer >= 1"):
+            MissingScoreGGMCV(n_repeats=bad, **kw).fit(X)
 
 
 def test_observed_loglik_is_the_gaussian_marginal_likelihood():

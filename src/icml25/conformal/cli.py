@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from icml25.core.cli_options import DropNA, on_missing_option
+from icml25.core.table import read_table, resolve_on_missing
 
 app = typer.Typer(help="Conformal prediction as Bayesian quadrature: risk bounds and calibration.",
                   no_args_is_help=True, add_completion=False, rich_markup_mode=None,
@@ -45,45 +47,64 @@ def _fail(msg: str) -> None:
     raise typer.Exit(code=2)
 
 
-def _read_table(path: Path, header_row: bool | None = None
-                ) -> tuple[list[str] | None, list[list[str]]]:
-    """Rows of a CSV; the first row is a header if ``header_row`` (None: if not numeric)."""
-    if not path.exists():
-        _fail(f"no such file: {path}")
-    with path.open(newline="") as fh:
-        rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-    if not rows:
-        _fail(f"{path} is empty")
-    if header_row is None:
-        try:
-            [float(c) for c in rows[0]]
-            header_row = False
-        except ValueError:
-            header_row = True
-    if header_row:
-        return [c.strip() for c in rows[0]], rows[1:]
-    return None, rows
+OnMissing = on_missing_option(
+    "error", "keep is refused: every loss, score, label and feature used must be a number.")
+_NO_KEEP = "the conformal methods need a number in every cell they use"
 
 
-def _read_column(path: Path, column: str | None) -> list[float]:
-    """One number per line, or one column (by name or 0-based index) of a CSV."""
-    header, rows = _read_table(path)
-    if column is None:
-        j = 0
-        if any(len(r) > 1 for r in rows):
-            _fail(f"{path} has several columns; choose one with --column")
-    elif header is not None and column in header:
-        j = header.index(column)
-    else:
-        try:
-            j = int(column)
-        except ValueError:
-            _fail(f"no column {column!r} in {path} (header: {header})")
+def _policy(on_missing: str | None, dropna: bool) -> str:
+    """--on-missing / --dropna resolved (default error; keep refused)."""
     try:
-        return [float(r[j]) for r in rows]
+        return resolve_on_missing(on_missing, dropna, default="error", no_keep=_NO_KEEP)
+    except ValueError as exc:
+        _fail(str(exc))
+    return "error"
+
+
+def _read_table(path: Path, header_row: bool | None = None):
+    """The file as an :class:`icml25.core.table.Table` (delimiter, decimal mark, BOM, quotes and
+    missing tokens handled by the shared reader; the first row is a header if ``header_row``,
+    None: if any of its cells is not a number)."""
+    try:
+        return read_table(path, header=header_row)
+    except (OSError, ValueError) as exc:
+        _fail(str(exc))
+
+
+def _column_name(table, column: str) -> str:
+    """A column of ``table`` by name, else by 0-based index (negative counts from the end)."""
+    if column in table.columns:
+        return column
+    try:
+        return table.columns[int(column)]
     except (ValueError, IndexError):
-        _fail(f"{path}: column {j} must hold one number per row")
-    return []
+        shown = table.columns if table.has_header else f"{len(table.columns)} columns, no header"
+        _fail(f"no column {column!r} in {table.path} ({shown})")
+    return column
+
+
+def _numeric(table, names: list[str] | None, policy: str):
+    """The columns ``names`` (None: all) as floats after the missing-value policy; errors name
+    the line, column and value; dropped rows are reported on stderr."""
+    try:
+        sel = table.numeric(names, on_missing=policy)
+    except ValueError as exc:
+        _fail(str(exc))
+    if sel.dropped_lines:
+        typer.echo(sel.dropped_report(), err=True)
+    return sel
+
+
+def _read_column(path: Path, column: str | None, policy: str = "error"):
+    """One number per line, or one column (by name or 0-based index) of a table, as floats."""
+    table = _read_table(path)
+    if column is None:
+        if len(table.columns) > 1:
+            _fail(f"{path} has several columns; choose one with --column")
+        name = table.columns[0]
+    else:
+        name = _column_name(table, column)
+    return _numeric(table, [name], policy).column(name)
 
 
 @app.command()
@@ -95,11 +116,13 @@ def bound(
     column: Annotated[str | None, typer.Option(help="CSV column (name or 0-based index).")] = None,
     draws: Annotated[int, typer.Option(min=1, help="Monte Carlo draws (no closed form).")] = 10_000,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the Monte Carlo draws.")] = 0,
+    on_missing: OnMissing = None,
+    dropna: DropNA = False,
 ) -> None:
     """Posterior of the risk bound L+ and the decision Pr(L+ <= alpha) >= beta, as JSON."""
     from icml25.conformal import RiskPosterior, minimum_calibration_size
 
-    values = _read_column(losses, column)
+    values = _read_column(losses, column, _policy(on_missing, dropna)).tolist()
     try:
         post = RiskPosterior(values, bound, n_draws=draws, random_state=seed)
         n_min = minimum_calibration_size(alpha, beta, "bq", bound)
@@ -135,6 +158,8 @@ def calibrate_cmd(
     concentration: Annotated[str, typer.Option(help="RCPS bound: hb or hoeffding.")] = "hb",
     draws: Annotated[int, typer.Option(min=1, help="Monte Carlo draws.")] = 10_000,
     column: Annotated[str | None, typer.Option(help="Score column (with --scores).")] = None,
+    on_missing: OnMissing = None,
+    dropna: DropNA = False,
 ) -> None:
     """Choose lambda from calibration losses (or scores) and print the decision as JSON."""
     import warnings
@@ -143,26 +168,26 @@ def calibrate_cmd(
 
     from icml25.conformal import InfeasibleRiskWarning, calibrate, calibrate_scores
 
+    policy = _policy(on_missing, dropna)
     caught: list[str] = []
     try:
         with warnings.catch_warnings(record=True) as rec:
             warnings.simplefilter("always", InfeasibleRiskWarning)
             if scores:
-                res = calibrate_scores(_read_column(table, column), alpha, beta, method, bound,
-                                       concentration=concentration, n_draws=draws)
+                res = calibrate_scores(_read_column(table, column, policy).tolist(), alpha, beta,
+                                       method, bound, concentration=concentration,
+                                       n_draws=draws)
             else:
-                header, rows = _read_table(table, header_row=lambdas is None)
+                tab = _read_table(table, header_row=lambdas is None)
                 if lambdas is not None:
                     grid = [float(v) for v in lambdas.split(",")]
                 else:
-                    try:
-                        grid = [float(v) for v in header]
+                    try:  # with ';' or tab between cells, a ',' is a decimal mark
+                        grid = [float(v.replace(",", ".") if tab.delimiter != "," else v)
+                                for v in tab.columns]
                     except ValueError:
                         _fail("the header must hold the lambda values (or pass --lambdas)")
-                try:
-                    arr = np.array([[float(c) for c in r] for r in rows])
-                except ValueError:
-                    _fail(f"{table}: every cell must be a number")
+                arr = _numeric(tab, None, policy).X
                 res = calibrate(arr, np.array(grid), alpha, beta, method, bound,
                                 direction=direction, concentration=concentration,
                                 n_draws=draws)
@@ -200,13 +225,22 @@ def multilabel(
     n_cal: Annotated[int, typer.Option("--n", min=1, help="Calibration set size.")] = 1_000,
     trials: Annotated[int, typer.Option(min=1, help="Random calibration splits.")] = 1_000,
     seed: Annotated[int, typer.Option(min=0)] = 0,
+    on_missing: OnMissing = None,
+    dropna: DropNA = False,
 ) -> None:
     """The paper's false-negative-rate experiment (Table 3) on your own score file."""
-    from icml25.conformal.data import load_multilabel_scores
+    import warnings
+
+    from icml25.conformal.data import DroppedRowsWarning, load_multilabel_scores
     from icml25.conformal.simulate import MethodSpec, run_multilabel
 
+    policy = _policy(on_missing, dropna)
     try:
-        s, y = load_multilabel_scores(score_file)
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always", DroppedRowsWarning)
+            s, y = load_multilabel_scores(score_file, on_missing=policy)
+        for w in rec:
+            typer.echo(str(w.message), err=True)
         methods = (MethodSpec("CRC", "crc"), MethodSpec("RCPS", "rcps"),
                    MethodSpec("BQ", "bq", n_draws=4_000))
         out = run_multilabel(s, y, n_cal, trials, alpha, beta, methods, rng=seed)
@@ -230,6 +264,8 @@ def adaptive(
     column: Annotated[str | None, typer.Option(help="CSV column (name or 0-based index).")] = None,
     plot: Annotated[Path | None, typer.Option(help="Write a coverage-over-time PNG here.")] = None,
     roll: Annotated[int, typer.Option(min=1, help="Rolling window of the plot.")] = 200,
+    on_missing: OnMissing = None,
+    dropna: DropNA = False,
 ) -> None:
     """Adaptive conformal inference over a score series: long-run coverage, as JSON."""
     import numpy as np
@@ -240,7 +276,7 @@ def adaptive(
         plot_coverage_over_time,
     )
 
-    values = np.array(_read_column(scores, column))
+    values = _read_column(scores, column, _policy(on_missing, dropna))
     try:
         model = (AggregatedAdaptiveConformal(alpha, window=window) if aggregated
                  else AdaptiveConformal(alpha, gamma, window=window))
@@ -282,17 +318,19 @@ def precision(
     score_column: Annotated[str, typer.Option(help="Score column (name or index).")] = "0",
     label_column: Annotated[str, typer.Option(help="Label column (name or index).")] = "1",
     n_lambdas: Annotated[int, typer.Option(min=2, help="Candidate thresholds.")] = 50,
+    on_missing: OnMissing = None,
+    dropna: DropNA = False,
 ) -> None:
     """Learn-then-test: a score threshold with precision >= 1 - alpha w.p. >= 1 - delta."""
     import warnings
 
-    import numpy as np
-
     from icml25.conformal import InfeasibleRiskWarning
     from icml25.conformal.ltt import PrecisionController
 
-    s = np.array(_read_column(table, score_column))
-    y = np.array(_read_column(table, label_column))
+    tab = _read_table(table)
+    names = [_column_name(tab, score_column), _column_name(tab, label_column)]
+    sel = _numeric(tab, list(dict.fromkeys(names)), _policy(on_missing, dropna))
+    s, y = sel.column(names[0]), sel.column(names[1])
     caught = []
     try:
         with warnings.catch_warnings(record=True) as rec:
@@ -321,20 +359,21 @@ def cv_plus(
     method: Annotated[str, typer.Option(help="split (published CV+), crc, bq or rcps.")
                       ] = "split",
     seed: Annotated[int, typer.Option(min=0)] = 0,
+    on_missing: OnMissing = None,
+    dropna: DropNA = False,
 ) -> None:
     """CV+ / jackknife+ intervals with a linear model (no separate calibration set), as JSON."""
     import numpy as np
 
     from icml25.conformal import ConformalRegressor
 
-    header, rows = _read_table(train, header_row=True)
+    policy = _policy(on_missing, dropna)
+    tab = _read_table(train, header_row=True)
+    header = tab.columns
     if target not in header:
         _fail(f"no column {target!r} in {train} (header: {header})")
     j = header.index(target)
-    try:
-        data = np.array([[float(c) for c in r] for r in rows])
-    except ValueError:
-        _fail(f"{train}: every cell must be a number")
+    data = _numeric(tab, None, policy).X
     X, y = np.delete(data, j, axis=1), data[:, j]
     folds = cv if cv == "jackknife+" else (int(cv) if cv.isdigit() else cv)
     try:
@@ -344,12 +383,10 @@ def cv_plus(
     out = {"n": int(y.size), "cv": folds, "method": method, "alpha": alpha,
            "rank": int(reg.cv_rank_), "infinite": bool(reg.cv_rank_ > y.size)}
     if predict is not None:
-        ph, prow = _read_table(predict, header_row=True)
+        ptab = _read_table(predict, header_row=True)
         feats = [h for h in header if h != target]
-        try:
-            idx = [ph.index(h) for h in feats]
-            xp = np.array([[float(r[i]) for i in idx] for r in prow])
-        except (ValueError, IndexError):
-            _fail(f"{predict} must hold the feature columns {feats}")
+        if not set(feats) <= set(ptab.columns):
+            _fail(f"{predict} must hold the feature columns {feats} (it has {ptab.columns})")
+        xp = _numeric(ptab, feats, policy).X
         out["intervals"] = reg.predict_interval(xp).tolist()
     _emit(out)

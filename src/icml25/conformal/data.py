@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 __all__ = [
+    "DroppedRowsWarning",
     "binomial_pool",
     "heteroskedastic_pool",
     "load_multilabel_scores",
@@ -52,9 +54,20 @@ def make_multilabel_scores(n_samples: int = 4_952, n_classes: int = 80, *,
     return 1.0 / (1.0 + np.exp(-logit)), labels.astype(np.int8)
 
 
-def load_multilabel_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+class DroppedRowsWarning(UserWarning):
+    """Rows with a missing cell were left out of a user's table (``on_missing="drop"``); the
+    message says how many, which lines and which columns."""
+
+
+def load_multilabel_scores(path: str | Path, on_missing: str = "error"
+                           ) -> tuple[np.ndarray, np.ndarray]:
     """Read a user's (scores, labels) file: ``.npz`` with arrays ``scores`` (or ``sgmd``) and
-    ``labels``, or a CSV with K score columns followed by K 0/1 label columns."""
+    ``labels``, or a table with K score columns followed by K 0/1 label columns, read by
+    :func:`icml25.core.read_table` (comma, semicolon or tab; decimal point or comma; an
+    optional header). A missing cell (empty, NA, NaN, ...) raises, naming its line and column,
+    under ``on_missing="error"``; ``"drop"`` leaves its row out with a
+    :class:`DroppedRowsWarning`. Scores and labels must be complete, so ``"keep"`` fails on
+    the first missing one."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no score file at {path}")
@@ -67,7 +80,12 @@ def load_multilabel_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
                                  f"found {sorted(keys)}")
             scores, labels = np.asarray(f[skey], float), np.asarray(f["labels"])
     else:
-        table = np.loadtxt(path, delimiter=",", ndmin=2)
+        from icml25.core.table import read_table
+
+        sel = read_table(path).numeric(None, on_missing=on_missing)
+        if sel.dropped_lines:
+            warnings.warn(sel.dropped_report(), DroppedRowsWarning, stacklevel=2)
+        table = sel.X
         if table.shape[1] % 2:
             raise ValueError(f"{path}: a CSV needs K score columns then K label columns")
         k = table.shape[1] // 2
@@ -75,10 +93,10 @@ def load_multilabel_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     if scores.shape != labels.shape or scores.ndim != 2:
         raise ValueError(f"scores {scores.shape} and labels {labels.shape} must be the same 2-D "
                          "shape (examples x classes)")
-    if not np.isin(labels, (0, 1)).all():
-        raise ValueError("labels must be 0/1")
     if np.isnan(scores).any():
         raise ValueError("scores contain NaN")
+    if not np.isin(labels, (0, 1)).all():
+        raise ValueError("labels must be 0/1")
     return scores, labels.astype(np.int8)
 
 

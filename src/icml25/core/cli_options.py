@@ -1,10 +1,12 @@
-"""Command-line options shared by every command that trains or runs an ``icml25.nn`` model
-(``icml25 mdm train``, ``icml25 creativity train``, the solve / evaluate commands), defined once
-so they read the same everywhere. Plain Typer: importing this loads no torch."""
+"""Command-line options shared across rooms, defined once so they read the same everywhere:
+those of every command that trains or runs an ``icml25.nn`` model (``icml25 mdm train``,
+``icml25 creativity train``, the solve / evaluate commands) and the missing-value policy of
+every command that reads a table (``--on-missing`` / ``--dropna``, see
+:func:`icml25.core.table.resolve_on_missing`). Plain Typer: importing this loads no torch."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,3 +28,19 @@ PresetName = Annotated[str, typer.Option(
 MaxSeconds = Annotated[float | None, typer.Option(
     "--max-seconds", min=0.0, help="Stop at the first log step past this wall time, with a "
                                    "checkpoint (for a fixed time budget).")]
+
+
+def on_missing_option(default: str = "error", note: str = "") -> Any:
+    """``--on-missing error|drop|keep`` for a command that reads a table, with the command's
+    default (what ``None`` resolves to in :func:`icml25.core.table.resolve_on_missing`) and
+    ``note``, what the policy means for that command (e.g. that it refuses ``keep``)."""
+    return Annotated[str | None, typer.Option(
+        "--on-missing", metavar="error|drop|keep",
+        help="A row with a missing cell (empty, NA, N/A, NaN, null, None, ?): error stops with "
+             "its line and column, drop leaves it out and reports it on stderr, keep passes it "
+             f"on as NaN where the command can use it. {note + ' ' if note else ''}"
+             f"Default {default}.")]
+
+
+OnMissing = on_missing_option()
+DropNA = Annotated[bool, typer.Option("--dropna", help="Short for --on-missing drop.")]

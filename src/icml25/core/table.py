@@ -221,7 +221,8 @@ class Table:
 
 def _sniff(lines: list[str]) -> str:
     """The delimiter giving a constant field count > 1 on the sample (tab, then ';', then ',');
-    a file with one column falls back to ','."""
+    a file with one column falls back to ',', or to ';' when, below its first line, every line
+    is one decimal-comma number or a missing token (a header, then ``0,5`` lines)."""
     sample = "\n".join(lines)
     best = None
     for delim in _DELIMITERS:
@@ -232,7 +233,13 @@ def _sniff(lines: list[str]) -> str:
         widths = [len(r) for r in rows]
         if widths and min(widths) > 1 and (best is None or min(widths) > best[1]):
             best = (delim, min(widths))
-    return best[0] if best else ","
+    if best:
+        return best[0]
+    body = [ln.strip() for ln in lines[1:]]
+    if body and all(_COMMA_DECIMAL.match(c) or _is_missing(c) for c in body) \
+            and any(_COMMA_DECIMAL.match(c) for c in body):
+        return ";"
+    return ","
 
 
 def _sniff_decimal(cells: list[list[str]], delimiter: str) -> str:
@@ -346,9 +353,19 @@ def _read_parquet(path: Path) -> Table:
 
 
 def resolve_on_missing(on_missing: str | None, dropna: bool = False, *,
-                       default: str = "error") -> str:
+                       default: str = "error", no_keep: str | None = None) -> str:
     """The policy a command runs with: ``--dropna`` is short for ``--on-missing drop`` (and
-    conflicts with any other explicit choice)."""
+    conflicts with any other explicit choice). A command that cannot use NaN cells passes
+    ``no_keep``, the reason, and ``keep`` is refused with it.
+
+    >>> resolve_on_missing(None, True)
+    'drop'
+    >>> try:
+    ...     resolve_on_missing("keep", no_keep="one loss a row")
+    ... except TableError as exc:
+    ...     print(exc)
+    --on-missing keep is not supported here: one loss a row (use --on-missing drop, or --dropna)
+    """
     if on_missing is not None and on_missing not in ON_MISSING:
         raise TableError(f"--on-missing must be one of {'|'.join(ON_MISSING)}, got "
                          f"{on_missing!r}")
@@ -357,4 +374,8 @@ def resolve_on_missing(on_missing: str | None, dropna: bool = False, *,
             raise TableError(f"--dropna means --on-missing drop; it conflicts with "
                              f"--on-missing {on_missing}")
         return "drop"
-    return on_missing or default
+    policy = on_missing or default
+    if policy == "keep" and no_keep:
+        raise TableError(f"--on-missing keep is not supported here: {no_keep} (use "
+                         f"--on-missing drop, or --dropna)")
+    return policy

@@ -8,8 +8,14 @@ from typing import Annotated
 
 import typer
 
+from icml25.core.cli_options import DropNA, on_missing_option
+
 app = typer.Typer(help="Score matching and sparse graphical models from data with missing "
                   "values (Givens, Liu & Reeve, ICML 2025).", no_args_is_help=True)
+
+OnMissing = on_missing_option(
+    "keep", "keep hands missing cells to the estimator, which is made for them; drop fits on "
+            "the complete rows only.")
 
 
 @app.callback()
@@ -19,7 +25,8 @@ def _root() -> None:
 
 @app.command()
 def graph(
-    data: Annotated[Path, typer.Argument(help="CSV file; empty cells or NaN/NA are missing.")],
+    data: Annotated[Path, typer.Argument(
+        help="CSV/TSV (or Parquet) file; empty cells, NA, NaN, null, ? are missing.")],
     method: Annotated[str, typer.Option(help="iw, variational, em, zeroed or complete.")] = "iw",
     alpha: Annotated[str, typer.Option(
         help="L1 penalty: 'auto' (default) chooses it along the path by --selection "
@@ -34,6 +41,10 @@ def graph(
     ebic_gamma: Annotated[float, typer.Option(
         min=0.0, help="Extended-BIC gamma (0 = BIC; larger = sparser).")] = 0.5,
     cv: Annotated[int, typer.Option(min=2, help="Folds for --selection cv / cv-1se.")] = 5,
+    cv_repeats: Annotated[int | None, typer.Option(
+        min=1, help="K-fold splits (fresh shuffles) whose held-out losses --selection cv / "
+                    "cv-1se averages, so the choice depends less on one split (default: "
+                    "MissingScoreGGMCV's n_repeats).")] = None,
     cv_scheme: Annotated[str, typer.Option(
         help="shao (refit on one fold, score on the others; default) or kfold (refit on the "
              "others, score on one; needs fewer rows per fold).")] = "shao",
@@ -48,12 +59,8 @@ def graph(
     figure: Annotated[Path | None, typer.Option(
         help="Where to write the graph + path figure (default: <data>_graph.png).")] = None,
     no_figure: Annotated[bool, typer.Option("--no-figure", help="Skip the figure.")] = False,
-    on_missing: Annotated[str | None, typer.Option(
-        "--on-missing", help="keep (default: the estimator handles missing cells) | drop "
-                             "(complete rows only, reported) | error (fail on the first "
-                             "missing cell).")] = None,
-    dropna: Annotated[bool, typer.Option("--dropna", help="Short for --on-missing drop.")]
-    = False,
+    on_missing: OnMissing = None,
+    dropna: DropNA = False,
 ) -> None:
     """Estimate a sparse Gaussian graphical model from DATA without imputing it first."""
     import warnings
@@ -83,9 +90,10 @@ def graph(
     pd = None if positive_definite == "none" else positive_definite
     auto = alpha.strip().lower() == "auto"
     if auto:
+        extra = {} if cv_repeats is None else {"n_repeats": cv_repeats}
         est = MissingScoreGGMCV(method=method, alphas=n_alphas or 20, cv=cv,
                                 selection=selection, ebic_gamma=ebic_gamma, scheme=cv_scheme,
-                                positive_definite=pd, random_state=seed)
+                                positive_definite=pd, random_state=seed, **extra)
     else:
         try:
             alpha_value = float(alpha)
@@ -116,7 +124,7 @@ def graph(
             cv_report.update({"gamma": ebic_gamma, "ebic": _floats(r["ebic"]),
                               "n_edges": [int(k) for k in r["n_edges"]]})
         else:
-            cv_report.update({"folds": cv, "refit": est.refit,
+            cv_report.update({"folds": cv, "repeats": est.n_repeats, "refit": est.refit,
                               "preconditioner": est.preconditioner, "scheme": est.scheme,
                               "mean_test_loss": _floats(est.cv_results_["mean_test_loss"]),
                               "std_test_loss": _floats(est.cv_results_["std_test_loss"])})
@@ -150,9 +158,11 @@ def graph(
     from rich.console import Console
     from rich.table import Table
 
+    reps = "" if not auto or selection == "ebic" or cv_report.get("repeats", 1) == 1 \
+        else f" x {cv_report['repeats']} splits"
     how = {"ebic": f"extended BIC, gamma={ebic_gamma:g}",
-           "cv": f"{cv}-fold {cv_scheme} CV",
-           "cv-1se": f"{cv}-fold {cv_scheme} CV, one-SE rule"}.get(selection, selection)
+           "cv": f"{cv}-fold{reps} {cv_scheme} CV",
+           "cv-1se": f"{cv}-fold{reps} {cv_scheme} CV, one-SE rule"}.get(selection, selection)
     chosen = f"alpha={alpha_used:.4g}" + (f" (chosen by {how})" if auto else "")
     table = Table(title=f"{len(edges)} edge(s), method={method}, {chosen}, "
                   f"{X.shape[0]} rows, {np.isnan(X).mean():.0%} missing")

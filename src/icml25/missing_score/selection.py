@@ -197,8 +197,8 @@ class MissingScoreGGMCV(BaseEstimator):
     possible answers: one path fit in all, and no mismatch between a fold's path and the
     all-rows path at the same penalty. Only the refits are fitted on training rows alone, so
     held-out rows inform which edge sets are candidates but never their weights.
-    ``candidates="fold"`` refits the whole path on each fold's training rows (K + 1 path
-    fits, the classical scheme).
+    ``candidates="fold"`` refits the whole path on each fold's training rows (K x
+    ``n_repeats`` + 1 path fits, the classical scheme).
 
     ``scheme="shao"`` (default) swaps the folds' roles: each edge set is refitted on ONE fold
     (n / K rows) and scored on the other K - 1, Shao's (1993) leave-many-out cross-validation.
@@ -251,10 +251,19 @@ class MissingScoreGGMCV(BaseEstimator):
         Smallest penalty / largest penalty when ``alphas`` is an int.
     cv : int
         Number of folds (rows shuffled with ``random_state``).
+    n_repeats : int
+        Number of K-fold splits (each a fresh shuffle of the rows, the first the same as with
+        ``n_repeats=1``) whose held-out losses are averaged: the choice then depends less on
+        one split of the rows. With ``candidates="path"`` the path is still fitted once; only
+        the refits repeat (5 repeats: about 4x the time of one split at d = 20, n = 500).
+        Default 5 since session 14: one split's choice moved by 0.030 F1 per star graph
+        between splits (seeds 20-24), five splits' by 0.000, at the same mean F1
+        (docs/missing_score.md, "Repeated splits"); ``n_repeats=1`` is the earlier default.
     refit : {"gaussian", "support", None}
         How a path point's edge set is refitted before it is scored (see above).
     candidates : {"path", "fold"}
-        Score the all-rows path's edge sets (one path fit) or each fold's own path (K + 1).
+        Score the all-rows path's edge sets (one path fit) or each fold's own path
+        (K x ``n_repeats`` + 1).
     preconditioner : {"covariance", "identity"}
         The fixed metric of the held-out score-matching loss (see above).
     scheme : {"shao", "kfold"}
@@ -276,7 +285,7 @@ class MissingScoreGGMCV(BaseEstimator):
     alpha_ : float, the chosen penalty.
     cv_alphas_ : (k,) the penalties tried, decreasing.
     cv_results_ : (CV rules) dict with ``alphas``, ``mean_test_loss``, ``std_test_loss`` and
-        ``split{i}_test_loss`` arrays.
+        ``split{i}_test_loss`` arrays (``cv * n_repeats`` splits, repeat by repeat).
     ebic_results_ : (``selection="ebic"``) dict with ``alphas``, ``ebic``, ``loglik``,
         ``n_edges`` and ``gamma`` (:func:`ebic_path`).
     best_estimator_ : the refitted :class:`MissingScoreGGM`; ``precision_``, ``covariance_``,
@@ -294,7 +303,7 @@ class MissingScoreGGMCV(BaseEstimator):
     """
 
     def __init__(self, method: str = "iw", *, alphas=20, eps: float = 0.03, cv: int = 5,
-                 refit: str | None = "gaussian", selection: str = "cv",
+                 n_repeats: int = 5, refit: str | None = "gaussian", selection: str = "cv",
                  candidates: str = "path", preconditioner: str = "covariance",
                  scheme: str = "shao", path_polish: int = 3, ebic_gamma: float = 0.5,
                  positive_definite: str | None = None, pd_floor: float = 1e-3,
@@ -306,6 +315,7 @@ class MissingScoreGGMCV(BaseEstimator):
         self.alphas = alphas
         self.eps = eps
         self.cv = cv
+        self.n_repeats = n_repeats
         self.refit = refit
         self.candidates = candidates
         self.preconditioner = preconditioner
@@ -342,6 +352,8 @@ class MissingScoreGGMCV(BaseEstimator):
             raise ValueError(f"cv must be >= 2 folds, got {self.cv!r}")
         if n < 2 * k:
             raise ValueError(f"{k}-fold CV needs at least {2 * k} rows, got {n}")
+        if not (isinstance(self.n_repeats, int | np.integer) and self.n_repeats >= 1):
+            raise ValueError(f"n_repeats must be an integer >= 1, got {self.n_repeats!r}")
         if self.selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {SELECTIONS}, got {self.selection!r}")
         if not (isinstance(self.ebic_gamma, int | float) and self.ebic_gamma >= 0):
@@ -407,13 +419,21 @@ class MissingScoreGGMCV(BaseEstimator):
                                  "with warm starts on that grid), e.g. np.geomspace(1, 1e-3, 20)")
         return grid
 
+    def _splits(self, Xn, k):
+        """The (train, test) index pairs of the ``n_repeats`` K-fold splits; repeat 0 is the
+        split of ``n_repeats=1``, repeat r > 0 a shuffle seeded by (fold seed, r)."""
+        seed = self._fold_seed()
+        for r in range(int(self.n_repeats)):
+            rs = seed if r == 0 else int(
+                np.random.SeedSequence([seed, r]).generate_state(1)[0] % (2**31))
+            yield from KFold(k, shuffle=True, random_state=rs).split(Xn)
+
     def _cv(self, Xn, grid, path_kw, k) -> int:
-        folds = KFold(k, shuffle=True, random_state=self._fold_seed())
-        losses = np.empty((k, grid.size))
+        losses = np.empty((k * int(self.n_repeats), grid.size))
         # candidates="path": the edge sets are the all-rows path's, the estimator's possible
         # answers (one path fit instead of K); only their refits see the training rows alone
         shared = self._ggm(**path_kw).fit(Xn) if self.candidates == "path" else None
-        for i, (tr, te) in enumerate(folds.split(Xn)):
+        for i, (tr, te) in enumerate(self._splits(Xn, k)):
             if self.scheme == "shao":  # train on one fold, score on the other K - 1
                 tr, te = te, tr
             est = shared if shared is not None else self._ggm(**path_kw).fit(Xn[tr])
@@ -431,9 +451,11 @@ class MissingScoreGGMCV(BaseEstimator):
                 losses[i, j] = held_out_loss(Pz, np.zeros(Pz.shape[0]), Zte, metric)
         mean, std = losses.mean(axis=0), losses.std(axis=0)
         self.cv_results_ = {"alphas": grid, "mean_test_loss": mean, "std_test_loss": std}
-        for i in range(k):
+        for i in range(losses.shape[0]):
             self.cv_results_[f"split{i}_test_loss"] = losses[i]
         if self.selection == "cv-1se":
+            # repeats re-use the same rows: their folds are not independent, so the standard
+            # error counts K folds, not K x n_repeats (a repeat narrows nothing by itself)
             return one_se_index(mean, std, k)
         return int(np.argmin(np.where(np.isfinite(mean), mean, np.inf)))
 

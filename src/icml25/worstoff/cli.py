@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from icml25.core.cli_options import DropNA, on_missing_option
+
 app = typer.Typer(
     help="Value of prediction vs access in identifying the worst-off (PAR).",
     no_args_is_help=True,
@@ -88,22 +90,17 @@ def heatmap(
     typer.echo(f"wrote {path}")
 
 
-OnMissing = Annotated[str | None, typer.Option(
-    "--on-missing", help="error | drop | keep: what to do with a row whose outcome or "
-                         "prediction cell is missing (empty, NA, NaN, null, ?). Default error.")]
-DropNA = Annotated[bool, typer.Option("--dropna", help="Short for --on-missing drop.")]
+_NO_KEEP = "recall and PAR need an outcome and a prediction on every row"
+OnMissing = on_missing_option("error", f"keep is refused: {_NO_KEEP}.")
 
 
 def _read_columns(path: Path, columns: list[str], on_missing: str | None, dropna: bool):
     """The numeric columns of a CSV/TSV/Parquet file (icml25.core.read_table), after the
     missing-value policy; exits with a message naming line, column and value on bad input."""
-    from icml25.core.table import TableError, read_table, resolve_on_missing
+    from icml25.core.table import read_table, resolve_on_missing
 
     try:
-        policy = resolve_on_missing(on_missing, dropna, default="error")
-        if policy == "keep":
-            raise TableError("--on-missing keep is not supported here: recall and PAR need "
-                             "an outcome and a prediction on every row (use drop)")
+        policy = resolve_on_missing(on_missing, dropna, default="error", no_keep=_NO_KEEP)
         table = read_table(path)
         return table.numeric(columns, on_missing=policy)
     except (OSError, ValueError) as exc:
