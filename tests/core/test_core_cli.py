@@ -24,9 +24,11 @@ def test_importing_the_cli_loads_no_heavy_dependency():
 
 
 def test_help_lists_subsystems_without_importing_them_and_is_fast():
-    code = ("import sys, time; t = time.perf_counter(); from icml25.cli import main\n"
+    # CPU time, not wall clock: a busy machine stretched the wall time past 1 s (1.0-1.5 s at
+    # load 4-8) while the help itself costs ~0.4 s of CPU; importing torch or a room would not
+    code = ("import sys, time; t = time.process_time(); from icml25.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "print('ELAPSED', time.perf_counter() - t); "
+            "print('ELAPSED', time.process_time() - t); "
             "print('ROOMS', sorted(m for m in sys.modules if m.startswith('icml25.') "
             "and m.count('.') == 1 and m not in ('icml25.cli', 'icml25.core')))")
     start = time.perf_counter()
@@ -34,7 +36,7 @@ def test_help_lists_subsystems_without_importing_them_and_is_fast():
     total = time.perf_counter() - start
     assert "reproduce" in out and "conformal" in out
     assert "ROOMS []" in out
-    assert total < 3.0  # whole interpreter; the help itself is measured inside
+    assert total < 6.0  # whole interpreter, wall clock (generous); the help is measured inside
     assert float(out.split("ELAPSED")[1].split()[0]) < 1.0
 
 
