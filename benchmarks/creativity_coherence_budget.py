@@ -45,6 +45,10 @@ def main() -> None:
                     help="init std of query/key weights (default 0.02; try 1/sqrt(d_model))")
     ap.add_argument("--token-shift", action="store_true",
                     help="add a learned previous-token embedding to the input (what it took)")
+    ap.add_argument("--layer-shift", action="store_true",
+                    help="every block also mixes in its left neighbour (icml25.nn layer_shift)")
+    ap.add_argument("--param", action="append", default=[],
+                    help="task size KEY=VALUE (e.g. n_entities=5, length=4); default: the paper's")
     ap.add_argument("--fresh-min-nodes", type=int, default=None,
                     help="curriculum stage: fresh answers every batch, node counts N..full")
     ap.add_argument("--init-from", default=None,
@@ -64,12 +68,14 @@ def main() -> None:
                          "(benchmarks/creativity_hop_probe.py; 0: no probe)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    task = make_task(a.task, a.seed)  # the full setting: 10,000 lines, 1,024 test prompts
+    sizes = {k: int(v) for k, v in (x.split("=", 1) for x in a.param)}
+    task = make_task(a.task, a.seed, **sizes)  # default: the full setting (10,000 lines)
     data = generate(task, seed_len=a.seed_len)
     settings = TrainSettings(
         method=a.method, seed_len=a.seed_len, d_model=a.d_model, n_layers=a.n_layers,
         n_heads=a.n_heads, positions=a.positions, qk_init_std=a.qk_init_std,
-        token_shift=a.token_shift, fresh_min_nodes=a.fresh_min_nodes, init_from=a.init_from,
+        token_shift=a.token_shift, layer_shift=a.layer_shift,
+        fresh_min_nodes=a.fresh_min_nodes, init_from=a.init_from,
         steps=a.steps,
         batch_size=a.batch_size, lr=a.lr,
         warmup_steps=a.warmup, min_lr_ratio=a.min_lr_ratio, seed=a.seed,

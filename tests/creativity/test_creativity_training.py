@@ -225,3 +225,9 @@ def test_fresh_curriculum_trains_and_init_from_starts_from_its_weights(tmp_path)
     with pytest.raises(ValueError, match="architecture"):
         train_model(task, data.train, TrainSettings(
             steps=1, init_from=str(tmp_path / "stage1"), **{**small, "d_model": 32}))
+    # growing the per-block mix onto it: zero at the start, so the same function
+    grown = train_model(task, data.train, TrainSettings(
+        steps=1, lr=1e-12, warmup_steps=1, init_from=str(tmp_path / "stage1"),
+        layer_shift=True, **small))
+    x = torch.randint(0, len(first.vocab), (2, 20))
+    assert torch.allclose(grown.model.eval()(x), first.model.eval()(x), atol=1e-5)

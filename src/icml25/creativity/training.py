@@ -51,11 +51,13 @@ class TrainSettings:
     positions: str = "learned"  # learned | rotary
     qk_init_std: float | None = None  # None: 0.02 like every other weight
     token_shift: bool = False  # input = token + previous token (icml25.nn token_shift)
+    layer_shift: bool = False  # every block also mixes in its left neighbour (icml25.nn)
     # Curriculum (docs/creativity.md, "A fresh-data curriculum"): with ``fresh_min_nodes`` set,
     # every batch is freshly generated Line/Circle answers with fresh seeds, each with a node
     # count drawn uniformly from fresh_min_nodes .. the task's own (the given examples are then
     # only the set memorisation is scored against). ``init_from``: a saved model folder whose
-    # weights start the run (same architecture), e.g. such a curriculum stage.
+    # weights start the run (same architecture, or the same plus ``layer_shift``, whose mixes
+    # start at zero), e.g. such a curriculum stage.
     fresh_min_nodes: int | None = None
     init_from: str | None = None
     seed: int = 0
@@ -184,14 +186,17 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     model = Transformer(TransformerConfig(
         vocab_size=len(vocab), seq_len=seq_len, d_model=s.d_model, n_layers=s.n_layers,
         n_heads=s.n_heads, causal=method.causal, dropout=s.dropout, positions=s.positions,
-        qk_init_std=s.qk_init_std, token_shift=s.token_shift))
+        qk_init_std=s.qk_init_std, token_shift=s.token_shift, layer_shift=s.layer_shift))
     if s.init_from is not None:
         start_from = Transformer.load(Path(s.init_from) / "model"
                                       if (Path(s.init_from) / "model").is_dir() else s.init_from)
-        if start_from.cfg != model.cfg:
+        grown = dataclasses.replace(start_from.cfg, layer_shift=model.cfg.layer_shift)
+        if grown != model.cfg:
             raise ValueError(f"init_from={s.init_from!r} has another architecture "
                              f"({start_from.cfg}) than this run ({model.cfg})")
-        model.load_state_dict(start_from.state_dict())
+        missing, _ = model.load_state_dict(start_from.state_dict(), strict=False)
+        if not all(k.endswith("shift.weight") for k in missing):  # only the zero-init mixes
+            raise ValueError(f"init_from={s.init_from!r} lacks weights {missing}")
     n_rows = next(iter(rows.values())).shape[0]
     cfg = s.train_config(out_dir)
     # The rows move to the device once; a step draws its indices on the CPU (reproducible on
