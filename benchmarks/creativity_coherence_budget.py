@@ -17,6 +17,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from icml25.creativity.tasks import generate, make_task
@@ -44,6 +45,14 @@ def main() -> None:
                     help="init std of query/key weights (default 0.02; try 1/sqrt(d_model))")
     ap.add_argument("--token-shift", action="store_true",
                     help="add a learned previous-token embedding to the input (what it took)")
+    ap.add_argument("--layer-shift", action="store_true",
+                    help="every block also mixes in its left neighbour (icml25.nn layer_shift)")
+    ap.add_argument("--param", action="append", default=[],
+                    help="task size KEY=VALUE (e.g. n_entities=5, length=4); default: the paper's")
+    ap.add_argument("--fresh-min-nodes", type=int, default=None,
+                    help="curriculum stage: fresh answers every batch, node counts N..full")
+    ap.add_argument("--init-from", default=None,
+                    help="a saved model folder whose weights start the run (same architecture)")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--min-lr-ratio", type=float, default=0.1)
     ap.add_argument("--warmup", type=int, default=200)
@@ -54,19 +63,39 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--max-seconds", type=float, default=None)
+    ap.add_argument("--probe-n", type=int, default=0,
+                    help="held-out lines for the hop probe at every learning-curve point "
+                         "(benchmarks/creativity_hop_probe.py; 0: no probe)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    task = make_task(a.task, a.seed)  # the full setting: 10,000 lines, 1,024 test prompts
+    sizes = {k: int(v) for k, v in (x.split("=", 1) for x in a.param)}
+    task = make_task(a.task, a.seed, **sizes)  # default: the full setting (10,000 lines)
     data = generate(task, seed_len=a.seed_len)
     settings = TrainSettings(
         method=a.method, seed_len=a.seed_len, d_model=a.d_model, n_layers=a.n_layers,
         n_heads=a.n_heads, positions=a.positions, qk_init_std=a.qk_init_std,
-        token_shift=a.token_shift, steps=a.steps,
+        token_shift=a.token_shift, layer_shift=a.layer_shift,
+        fresh_min_nodes=a.fresh_min_nodes, init_from=a.init_from,
+        steps=a.steps,
         batch_size=a.batch_size, lr=a.lr,
         warmup_steps=a.warmup, min_lr_ratio=a.min_lr_ratio, seed=a.seed,
         eval_every=a.eval_every, eval_n=a.eval_n, checkpoint_every=a.eval_every,
         max_seconds=a.max_seconds)
-    run = train_model(task, data.train, settings, out_dir=a.out, resume=True,
+    hops = None
+    if a.probe_n:
+        from creativity_hop_probe import probe_run  # benchmarks/ is on sys.path
+
+        def hops(run):
+            p = probe_run(run, a.probe_n)
+            # Greedy decoding on fresh seeds collapses onto few answers when the seeds carry
+            # no information (the fresh-data curriculum): T = 1 shows what the model knows.
+            sampled = evaluate_model(run, n=a.eval_n, temperature=1.0,
+                                     rng=np.random.default_rng([a.seed, 5, len(run.curve)]))
+            return {"heldout_nll": round(p["nll_per_token"], 4),
+                    "hop_ratio": {h: round(r["ratio"], 3) for h, r in p["by_hops"].items()},
+                    "t1": {k: sampled[k] for k in ("coherence", "creativity", "uniqueness",
+                                                   "memorization")}}
+    run = train_model(task, data.train, settings, out_dir=a.out, resume=True, probe=hops,
                       on_eval=lambda p: print(json.dumps(p), flush=True),
                       on_log=lambda r: print(json.dumps({k: round(v, 4) for k, v in r.items()}),
                                              flush=True))

@@ -19,7 +19,7 @@ import json
 import torch
 
 from icml25.creativity.tasks import generate, make_task
-from icml25.creativity.training import load_run
+from icml25.creativity.training import Run, load_run
 
 
 def closing_heads(answer: tuple[str, ...], circle: bool) -> list[tuple[int, str, int, set]]:
@@ -39,7 +39,11 @@ def closing_heads(answer: tuple[str, ...], circle: bool) -> list[tuple[int, str,
 
 
 def probe(model_dir: str, n: int) -> dict:
-    run = load_run(model_dir)
+    return {"model": model_dir, **probe_run(load_run(model_dir), n)}
+
+
+def probe_run(run: Run, n: int) -> dict:
+    """The probe on a loaded (or training) run: held-out NLL per answer token, and by hops."""
     task, vocab = run.task, run.vocab
     sizes = {k: v for k, v in task.params.items() if k in ("n_entities", "length")}
     lines = generate(make_task(task.name, 99, **sizes), seed_len=run.seed_len).train[:n]
@@ -63,7 +67,7 @@ def probe(model_dir: str, n: int) -> dict:
             s[2] += sum(p[vocab.index[e]].item() for e in valid) / max(len(valid), 1)
     rows = {h: {"n": c, "p_closing": a / c, "p_valid": b / c, "ratio": a / b}
             for h, (c, a, b) in sorted(stats.items())}
-    return {"model": model_dir, "nll_per_token": nll / tokens, "by_hops": rows}
+    return {"nll_per_token": nll / tokens, "by_hops": rows}
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from icml25.creativity.training import (
     Vocab,
     build_rows,
     evaluate_model,
+    fresh_examples,
     fresh_prompts,
     generate_answers,
     load_run,
@@ -186,3 +187,47 @@ def test_architecture_settings_reach_the_model_and_bad_ones_are_refused():
         TrainSettings(positions="sinusoidal")
     with pytest.raises(ValueError, match="qk_init_std"):
         TrainSettings(qk_init_std=0.0)
+
+
+@pytest.mark.parametrize("name", ["line", "circle"])
+def test_fresh_examples_are_coherent_answers_of_every_node_count(name):
+    from icml25.creativity import Scorer
+
+    task = make_task(name, 0)
+    full = 10 if name == "line" else 9
+    examples = fresh_examples(task, 400, 3, 10, np.random.default_rng(0))
+    nodes = {len({t for t in e.answer if t.startswith("<a_")}) for e in examples}
+    assert nodes == set(range(3, full + 1))
+    assert len({e.seed for e in examples}) == 400 and {len(e.seed) for e in examples} == {10}
+    for k in range(3, full + 1):  # each answer is a whole line / circle on its own nodes
+        sized = make_task(name, 0, length=k - 1 if name == "line" else k)
+        answers = [" ".join(e.answer) for e in examples
+                   if len({t for t in e.answer if t.startswith("<a_")}) == k]
+        assert Scorer(sized, []).score(answers).summary()["coherence"] == 1.0
+    with pytest.raises(ValueError, match="min_nodes"):
+        fresh_examples(task, 4, full + 1, 10, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="fresh_min_nodes"):
+        TrainSettings(fresh_min_nodes=2)
+
+
+def test_fresh_curriculum_trains_and_init_from_starts_from_its_weights(tmp_path):
+    task, data = _line_data(20)
+    small = dict(d_model=16, n_layers=1, n_heads=2, batch_size=8, token_shift=True)
+    first = train_model(task, data.train, TrainSettings(steps=3, fresh_min_nodes=3, **small),
+                        out_dir=tmp_path / "stage1")
+    assert first.model.cfg.seq_len == 11 + 27 - 1  # rows padded to the full answer's width
+    # lr ~ 0 in the second stage: its weights are the first stage's
+    second = train_model(task, data.train, TrainSettings(
+        steps=1, lr=1e-12, warmup_steps=1, init_from=str(tmp_path / "stage1"), **small))
+    for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values(),
+                    strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+    with pytest.raises(ValueError, match="architecture"):
+        train_model(task, data.train, TrainSettings(
+            steps=1, init_from=str(tmp_path / "stage1"), **{**small, "d_model": 32}))
+    # growing the per-block mix onto it: zero at the start, so the same function
+    grown = train_model(task, data.train, TrainSettings(
+        steps=1, lr=1e-12, warmup_steps=1, init_from=str(tmp_path / "stage1"),
+        layer_shift=True, **small))
+    x = torch.randint(0, len(first.vocab), (2, 20))
+    assert torch.allclose(grown.model.eval()(x), first.model.eval()(x), atol=1e-5)

@@ -101,6 +101,28 @@ def test_token_shift_adds_the_previous_token_and_stays_causal(tmp_path):
     assert _model().prev_tok is None  # off by default: old configs load unchanged
 
 
+def test_layer_shift_starts_as_the_model_without_it_and_stays_causal(tmp_path):
+    torch.manual_seed(0)
+    base = _model(causal=True, token_shift=True)
+    grown = _model(causal=True, token_shift=True, layer_shift=True)
+    missing, unexpected = grown.load_state_dict(base.state_dict(), strict=False)
+    assert sorted(missing) == [f"blocks.{i}.shift.weight" for i in range(grown.cfg.n_layers)]
+    assert not unexpected
+    x = torch.randint(0, 11, (2, 12))
+    assert torch.allclose(base.eval()(x), grown.eval()(x), atol=1e-6)  # zero mix at the start
+    with torch.no_grad():
+        for block in grown.blocks:
+            block.shift.weight.normal_(std=0.2)
+    y = x.clone()
+    y[:, 8] = (y[:, 8] + 1) % 11
+    assert torch.allclose(grown(x)[:, :8], grown(y)[:, :8], atol=1e-6)  # the past does not move
+    assert not torch.allclose(grown(x), base(x), atol=1e-4)
+    grown.save(tmp_path / "g")
+    back = Transformer.load(tmp_path / "g").eval()
+    assert back.cfg.layer_shift and torch.equal(grown(x), back(x))
+    assert all(b.shift is None for b in _model().blocks)  # off by default
+
+
 def _pair_lookup_batch(gen, n=64, pairs=5, vocab=11):
     """``a1 b1 a2 b2 ... q`` with q one of the b's; the answer is its a (the token *before*
     q's earlier occurrence), the lookup creativity's Line/Circle need."""

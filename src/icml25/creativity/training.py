@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from icml25.creativity.methods import IGNORE, METHODS, Vocab, build_rows, get_method
 from icml25.creativity.scoring import Scorer
@@ -50,6 +51,15 @@ class TrainSettings:
     positions: str = "learned"  # learned | rotary
     qk_init_std: float | None = None  # None: 0.02 like every other weight
     token_shift: bool = False  # input = token + previous token (icml25.nn token_shift)
+    layer_shift: bool = False  # every block also mixes in its left neighbour (icml25.nn)
+    # Curriculum (docs/creativity.md, "A fresh-data curriculum"): with ``fresh_min_nodes`` set,
+    # every batch is freshly generated Line/Circle answers with fresh seeds, each with a node
+    # count drawn uniformly from fresh_min_nodes .. the task's own (the given examples are then
+    # only the set memorisation is scored against). ``init_from``: a saved model folder whose
+    # weights start the run (same architecture, or the same plus ``layer_shift``, whose mixes
+    # start at zero), e.g. such a curriculum stage.
+    fresh_min_nodes: int | None = None
+    init_from: str | None = None
     seed: int = 0
     eval_every: int = 0  # >0: score generations every N steps (learning curve)
     eval_n: int = 256
@@ -69,6 +79,8 @@ class TrainSettings:
             raise ValueError(f"positions must be 'learned' or 'rotary', got {self.positions!r}")
         if self.qk_init_std is not None and not self.qk_init_std > 0:
             raise ValueError(f"qk_init_std must be positive, got {self.qk_init_std}")
+        if self.fresh_min_nodes is not None and self.fresh_min_nodes < 3:
+            raise ValueError(f"fresh_min_nodes must be >= 3, got {self.fresh_min_nodes}")
         self.train_config(out_dir=None)  # device, precision, ... are checked here, once
 
     def train_config(self, out_dir: str | Path | None) -> TrainConfig:
@@ -152,12 +164,14 @@ def load_run(directory: str | Path) -> Run:
 def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings, *,
                 out_dir: str | Path | None = None, resume: bool = False,
                 on_eval: Callable[[dict], None] | None = None,
-                on_log: Callable[[dict], None] | None = None) -> Run:
+                on_log: Callable[[dict], None] | None = None,
+                probe: Callable[[Run], dict] | None = None) -> Run:
     """Train one model from scratch on ``examples`` of ``task`` with ``settings.method``.
 
     ``on_eval`` gets each learning-curve point, ``on_log`` each trainer log row (loss, lr,
     examples/s). With ``out_dir`` and ``resume``, a run killed (or stopped by ``max_seconds``)
-    goes on from its last checkpoint, its learning curve kept in ``out_dir/curve.jsonl``."""
+    goes on from its last checkpoint, its learning curve kept in ``out_dir/curve.jsonl``.
+    ``probe(run)`` adds its keys to each learning-curve point (e.g. the hop probe's ratios)."""
     s = settings
     rng = np.random.default_rng([s.seed, 3])
     examples = reseed(examples, s.seed_len, rng)
@@ -172,7 +186,17 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     model = Transformer(TransformerConfig(
         vocab_size=len(vocab), seq_len=seq_len, d_model=s.d_model, n_layers=s.n_layers,
         n_heads=s.n_heads, causal=method.causal, dropout=s.dropout, positions=s.positions,
-        qk_init_std=s.qk_init_std, token_shift=s.token_shift))
+        qk_init_std=s.qk_init_std, token_shift=s.token_shift, layer_shift=s.layer_shift))
+    if s.init_from is not None:
+        start_from = Transformer.load(Path(s.init_from) / "model"
+                                      if (Path(s.init_from) / "model").is_dir() else s.init_from)
+        grown = dataclasses.replace(start_from.cfg, layer_shift=model.cfg.layer_shift)
+        if grown != model.cfg:
+            raise ValueError(f"init_from={s.init_from!r} has another architecture "
+                             f"({start_from.cfg}) than this run ({model.cfg})")
+        missing, _ = model.load_state_dict(start_from.state_dict(), strict=False)
+        if not all(k.endswith("shift.weight") for k in missing):  # only the zero-init mixes
+            raise ValueError(f"init_from={s.init_from!r} lacks weights {missing}")
     n_rows = next(iter(rows.values())).shape[0]
     cfg = s.train_config(out_dir)
     # The rows move to the device once; a step draws its indices on the CPU (reproducible on
@@ -181,6 +205,14 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     rows = {k: v.to(device) for k, v in rows.items()}
 
     def batch_fn(step: int, gen: torch.Generator, rank: int):
+        if s.fresh_min_nodes is not None:
+            np_rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=gen)))
+            fresh = fresh_examples(task, s.batch_size, s.fresh_min_nodes, seed_len, np_rng)
+            fresh_rows = _pad_rows(build_rows(task.name, fresh, vocab, s.method, np_rng), width,
+                                   vocab.pad)
+            idx = torch.arange(next(iter(fresh_rows.values())).shape[0])
+            return method.batch({k: v.to(device) for k, v in fresh_rows.items()},
+                                idx.to(device), gen, vocab)
         idx = torch.randint(n_rows, (s.batch_size,), generator=gen).to(device)
         return method.batch(rows, idx, gen, vocab)
 
@@ -202,8 +234,9 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
         # Prompts drawn from (seed, step): a resumed run scores the same points.
         report = evaluate_model(run, scorer=scorer, n=s.eval_n, temperature=temp,
                                 rng=np.random.default_rng([s.seed, 4, row["step"]]))
+        point = {"step": row["step"], "loss": row["loss"], **report,
+                 **(probe(run) if probe else {})}
         model.train()  # decoding switched dropout off; training goes on
-        point = {"step": row["step"], "loss": row["loss"], **report}
         run.curve.append(point)
         if curve_file is not None and is_main_process():
             curve_file.parent.mkdir(parents=True, exist_ok=True)
@@ -222,6 +255,35 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     if out_dir is not None and is_main_process() and not state.stopped_early:
         run.save(Path(out_dir) / "model")
     return run
+
+
+def fresh_examples(task: Task, n: int, min_nodes: int, seed_len: int,
+                   rng: np.random.Generator) -> list[Example]:
+    """``n`` fresh Line/Circle examples over ``task``'s entities, each with a node count drawn
+    uniformly from ``min_nodes`` .. the task's own, and a fresh random seed (the curriculum)."""
+    if task.name not in ("line", "circle"):
+        raise ValueError(f"a fresh-data curriculum needs line or circle, not {task.name!r}")
+    full = int(task.params["length"]) + (1 if task.name == "line" else 0)
+    if not 3 <= min_nodes <= full:
+        raise ValueError(f"min_nodes must be in 3..{full}, got {min_nodes}")
+    nodes = rng.integers(min_nodes, full + 1, size=n)
+    seeds = iter(make_seeds(n, seed_len, rng))
+    out: list[Example] = []
+    for k in sorted(set(nodes.tolist())):
+        length = k - 1 if task.name == "line" else k
+        params = {**task.params, "length": length, "n_train": int((nodes == k).sum())}
+        for marker, answer in make_task(task.name, task.seed, **params).train_examples(rng):
+            out.append(Example(next(seeds), marker, answer))
+    return out
+
+
+def _pad_rows(rows: dict[str, torch.Tensor], width: int, pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad causal rows (``inputs`` with ``<pad>``, ``targets`` with IGNORE) to ``width``."""
+    if "inputs" not in rows:
+        raise ValueError("the fresh-data curriculum is for the causal methods")
+    pad = width - rows["inputs"].shape[1]
+    inputs = F.pad(rows["inputs"], (0, pad), value=pad_id)
+    return {"inputs": inputs, "targets": F.pad(rows["targets"], (0, pad), value=IGNORE)}
 
 
 def _read_curve(path: Path) -> list[dict]:

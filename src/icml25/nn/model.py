@@ -16,6 +16,12 @@ that must match one token and read its neighbour (the edge ``x y`` that enters `
 one attention layer instead of a previous-token head plus a matching head, which form only
 after a long plateau (creativity's Line and Circle; ``docs/creativity.md``).
 
+``layer_shift`` goes further (a "canon"-style previous-position mix in every block): each
+block's attention input is ``h_t + W h_{t-1}`` with ``h = ln1(x)`` and ``W`` a learned matrix
+that starts at zero, so a block can read what the block below computed at the position to the
+left (a lookup's result carried onto the next token) without a previous-token head. Zero at the
+start, it can be added to a trained model without changing its function (``init_from``).
+
 Saved as ``model.safetensors`` + ``config.json`` (``save`` / ``Transformer.load``).
 """
 
@@ -47,6 +53,7 @@ class TransformerConfig:
     position_groups: list[list[int]] | None = None  # per table: a group id for each position
     qk_init_std: float | None = None  # init std of query/key weights; default 0.02
     token_shift: bool = False  # add a learned embedding of the previous token to the input
+    layer_shift: bool = False  # each block's attention input also gets W @ its left neighbour's
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads:
@@ -87,6 +94,7 @@ class Block(nn.Module):
         self.cfg = cfg
         self.ln1 = nn.LayerNorm(cfg.d_model)
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.shift = nn.Linear(cfg.d_model, cfg.d_model, bias=False) if cfg.layer_shift else None
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
         self.ln2 = nn.LayerNorm(cfg.d_model)
         d_ff = cfg.d_ff or 4 * cfg.d_model
@@ -97,7 +105,10 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None):
         b, t, d = x.shape
         h = self.cfg.n_heads
-        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        hidden = self.ln1(x)
+        if self.shift is not None:  # position 0 has no previous position
+            hidden = hidden + self.shift(F.pad(hidden[:, :-1], (0, 0, 1, 0)))
+        q, k, v = self.qkv(hidden).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
         if rotary is not None:
             cos, sin = rotary
             q, k = _apply_rotary(q, cos[:t], sin[:t]), _apply_rotary(k, cos[:t], sin[:t])
@@ -140,6 +151,8 @@ class Transformer(nn.Module):
             std = 0.02 / math.sqrt(2 * cfg.n_layers)
             nn.init.normal_(block.proj.weight, std=std)
             nn.init.normal_(block.mlp[2].weight, std=std)
+            if block.shift is not None:  # starts as the model without it
+                nn.init.zeros_(block.shift.weight)
             if cfg.qk_init_std is not None:
                 with torch.no_grad():
                     block.qkv.weight[:2 * cfg.d_model].normal_(std=cfg.qk_init_std)
@@ -179,7 +192,7 @@ class Transformer(nn.Module):
         """Training FLOPs per token (forward + backward ~ 3x forward; attention included)."""
         c = self.cfg
         d_ff = c.d_ff or 4 * c.d_model
-        per_layer = 2 * (3 * c.d_model**2 + c.d_model**2 + 2 * c.d_model * d_ff)
+        per_layer = 2 * ((4 + c.layer_shift) * c.d_model**2 + 2 * c.d_model * d_ff)
         attention = 2 * 2 * c.seq_len * c.d_model
         head = 2 * c.d_model * (c.out_size or c.vocab_size)
         return 3.0 * (c.n_layers * (per_layer + attention) + head)
