@@ -15,6 +15,9 @@ app = typer.Typer(help="Algorithmic creativity: tasks, exact scorer, multi-token
                        "seed-conditioning.", no_args_is_help=True)
 
 TaskOpt = Annotated[str, typer.Option("--task", help="sibling | triangle | circle | line")]
+LayerShift = Annotated[bool, typer.Option(
+    "--layer-shift", help="Every block also mixes in its left neighbour (icml25.nn layer_shift): "
+    "what the chain-start lookup took (docs/creativity.md).")]
 
 
 def _err(msg: str) -> None:
@@ -151,6 +154,15 @@ def train_cmd(
     token_shift: Annotated[bool, typer.Option(
         "--token-shift", help="Add a learned previous-token embedding to the input: what Line "
         "and Circle coherence took on a CPU (docs/creativity.md).")] = False,
+    layer_shift: LayerShift = False,
+    init_from: Annotated[Path | None, typer.Option(
+        "--init-from", help="A saved model folder whose weights start the run, e.g. the "
+        "`pretrain-lookup` stage (same architecture).")] = None,
+    head_only_steps: Annotated[int, typer.Option(
+        min=0, help="LP-FT: first train only the output head for this many steps on the "
+        "--init-from features (then --steps of full fine-tuning).")] = 0,
+    head_lr: Annotated[float, typer.Option(
+        min=0.0, help="Constant learning rate of the head-only phase.")] = 3e-3,
     device: Device = "auto",
     precision: Precision = "fp32",
     compile: Compile = False,
@@ -159,8 +171,12 @@ def train_cmd(
     eval_every: Annotated[int, typer.Option(min=0, help="Learning-curve interval.")] = 0,
     seed: Annotated[int, typer.Option(min=0)] = 0,
     param: Annotated[list[str] | None, typer.Option("--param")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Go on from OUT's checkpoint (a run killed or stopped by "
+        "--max-seconds).")] = False,
 ) -> None:
-    """Train a model from scratch; saves OUT/model (evaluate it with `evaluate OUT`)."""
+    """Train a model (from scratch, or from --init-from); saves OUT/model (evaluate it with
+    `evaluate OUT`)."""
     from icml25.creativity.tasks import generate, make_task
     from icml25.creativity.training import METHODS, TrainSettings, train_model
     from icml25.nn.presets import get_preset, with_overrides
@@ -182,17 +198,68 @@ def train_cmd(
             warmup_steps=r.warmup_steps, weight_decay=r.weight_decay,
             min_lr_ratio=r.min_lr_ratio, dropout=r.dropout, d_model=r.d_model,
             n_layers=r.n_layers, n_heads=r.n_heads, token_shift=token_shift,
-            eval_every=eval_every, seed=seed, device=device, precision=precision,
-            compile=compile, grad_accum_steps=grad_accum, max_seconds=max_seconds)
+            layer_shift=layer_shift, init_from=None if init_from is None else str(init_from),
+            head_only_steps=head_only_steps, head_lr=head_lr, eval_every=eval_every, seed=seed,
+            device=device, precision=precision, compile=compile, grad_accum_steps=grad_accum,
+            max_seconds=max_seconds)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     try:
-        run = train_model(t, train, settings, out_dir=out,
+        run = train_model(t, train, settings, out_dir=out, resume=resume,
                           on_eval=lambda p: _err(json.dumps(p)))
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+    if run.stopped_early:
+        _err(f"stopped by --max-seconds after {run.seconds:.1f} s: rerun with --resume")
+        return
     _err(f"trained {method} on {task} ({len(train)} lines, seed length {run.seed_len}) in "
          f"{run.seconds:.1f} s -> {out / 'model'}")
+
+
+@app.command("pretrain-lookup")
+def pretrain_lookup_cmd(
+    task: TaskOpt,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Stage folder (OUT/model).")],
+    method: Annotated[str, typer.Option(
+        help="The layout of the run it will start: ntp | teacherless | diffusion.")] = "ntp",
+    steps: Annotated[int, typer.Option(min=1)] = 3000,
+    d_model: Annotated[int, typer.Option(min=8)] = 64,
+    n_layers: Annotated[int, typer.Option(min=1)] = 6,
+    n_heads: Annotated[int, typer.Option(min=1)] = 4,
+    token_shift: Annotated[bool, typer.Option("--token-shift")] = False,
+    layer_shift: LayerShift = False,
+    lr: Annotated[float, typer.Option(min=0.0)] = 1e-3,
+    warmup: Annotated[int, typer.Option(min=0)] = 200,
+    batch_size: Annotated[int, typer.Option(min=1)] = 64,
+    seed_len: Annotated[int, typer.Option(min=0, help="Seed length of the prompts.")] = 10,
+    eval_every: Annotated[int, typer.Option(min=0, help="Accuracy interval.")] = 500,
+    seed: Annotated[int, typer.Option(min=0)] = 0,
+    device: Device = "auto",
+    max_seconds: MaxSeconds = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Go on from OUT's checkpoint.")]
+    = False,
+) -> None:
+    """The chain-start lookup stage for line/circle (a pretrained start on fresh answers, no
+    language-model loss): start `train` from it with --init-from OUT."""
+    from icml25.creativity.lookup import pretrain_lookup
+    from icml25.creativity.tasks import make_task
+    from icml25.creativity.training import TrainSettings
+
+    _check_task(task)
+    try:
+        settings = TrainSettings(
+            method=method, seed_len=seed_len, steps=steps, d_model=d_model, n_layers=n_layers,
+            n_heads=n_heads, token_shift=token_shift, layer_shift=layer_shift, lr=lr,
+            warmup_steps=warmup, batch_size=batch_size, eval_every=eval_every, seed=seed,
+            device=device, max_seconds=max_seconds)
+        _, report = pretrain_lookup(make_task(task), settings, out_dir=out, resume=resume,
+                                    on_eval=lambda p: _err(json.dumps(p)))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if report["stopped_early"]:
+        _err("stopped by --max-seconds: rerun with --resume")
+        return
+    print(json.dumps(report))
 
 
 @app.command()

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from icml25.creativity.methods import IGNORE, METHODS, Vocab, build_rows, get_method
+from icml25.creativity.methods import IGNORE, METHODS, Method, Vocab, build_rows, get_method
 from icml25.creativity.scoring import Scorer
 from icml25.creativity.tasks import EDGE, Example, Task, make_seeds, make_task, parse_line
 from icml25.nn import TrainConfig, Transformer, TransformerConfig, is_main_process, train
@@ -60,6 +60,13 @@ class TrainSettings:
     # start at zero), e.g. such a curriculum stage.
     fresh_min_nodes: int | None = None
     init_from: str | None = None
+    # LP-FT (Kumar et al., ICLR 2022) after ``init_from``: the first ``head_only_steps`` steps
+    # train only the output head and final norm (constant ``head_lr``, no decay) on the init's
+    # frozen features,
+    # so that the head reads them (e.g. the lookup stage's chain starts, :mod:`.lookup`) before
+    # full fine-tuning sends its gradients into the body; ``steps`` then counts the full phase.
+    head_only_steps: int = 0
+    head_lr: float = 3e-3
     seed: int = 0
     eval_every: int = 0  # >0: score generations every N steps (learning curve)
     eval_n: int = 256
@@ -79,6 +86,10 @@ class TrainSettings:
             raise ValueError(f"positions must be 'learned' or 'rotary', got {self.positions!r}")
         if self.qk_init_std is not None and not self.qk_init_std > 0:
             raise ValueError(f"qk_init_std must be positive, got {self.qk_init_std}")
+        if self.head_only_steps < 0 or not self.head_lr > 0:
+            raise ValueError("head_only_steps must be >= 0 and head_lr positive")
+        if self.head_only_steps and self.init_from is None:
+            raise ValueError("head_only_steps trains a head on the features of init_from: give it")
         if self.fresh_min_nodes is not None and self.fresh_min_nodes < 3:
             raise ValueError(f"fresh_min_nodes must be >= 3, got {self.fresh_min_nodes}")
         self.train_config(out_dir=None)  # device, precision, ... are checked here, once
@@ -161,6 +172,18 @@ def load_run(directory: str | Path) -> Run:
                meta.get("seconds", 0.0))
 
 
+def model_config(task: Task, method: Method, vocab: Vocab, seed_len: int,
+                 s: TrainSettings, width: int = 0) -> TransformerConfig:
+    """The transformer a run of ``method`` on ``task`` trains: room for its longest training
+    row (``width``) and for a test prompt plus a full answer."""
+    seq_len = max(width, method.prefix + seed_len + 1 + task.answer_len
+                  - (1 if method.causal else 0))
+    return TransformerConfig(
+        vocab_size=len(vocab), seq_len=seq_len, d_model=s.d_model, n_layers=s.n_layers,
+        n_heads=s.n_heads, causal=method.causal, dropout=s.dropout, positions=s.positions,
+        qk_init_std=s.qk_init_std, token_shift=s.token_shift, layer_shift=s.layer_shift)
+
+
 def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings, *,
                 out_dir: str | Path | None = None, resume: bool = False,
                 on_eval: Callable[[dict], None] | None = None,
@@ -180,13 +203,7 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     vocab = method.vocab(task)
     rows = build_rows(task.name, examples, vocab, s.method, rng)
     width = next(iter(rows.values())).shape[1]
-    # Room for the longest training row and for a test prompt plus a full answer.
-    seq_len = max(width, method.prefix + seed_len + 1 + task.answer_len
-                  - (1 if method.causal else 0))
-    model = Transformer(TransformerConfig(
-        vocab_size=len(vocab), seq_len=seq_len, d_model=s.d_model, n_layers=s.n_layers,
-        n_heads=s.n_heads, causal=method.causal, dropout=s.dropout, positions=s.positions,
-        qk_init_std=s.qk_init_std, token_shift=s.token_shift, layer_shift=s.layer_shift))
+    model = Transformer(model_config(task, method, vocab, seed_len, s, width))
     if s.init_from is not None:
         start_from = Transformer.load(Path(s.init_from) / "model"
                                       if (Path(s.init_from) / "model").is_dir() else s.init_from)
@@ -248,6 +265,11 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     start = time.perf_counter()
     if curve_file is not None and not resume:
         curve_file.unlink(missing_ok=True)
+    if s.head_only_steps:
+        head = _train_head(model, loss_fn, batch_fn, s, out_dir, resume)
+        if head.stopped_early:
+            run.seconds, run.stopped_early = time.perf_counter() - start, True
+            return run
     state = train(model, loss_fn, batch_fn, cfg, resume=resume, on_log=log_row)
     run.seconds = time.perf_counter() - start
     model.eval()
@@ -255,6 +277,25 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     if out_dir is not None and is_main_process() and not state.stopped_early:
         run.save(Path(out_dir) / "model")
     return run
+
+
+def _train_head(model: Transformer, loss_fn, batch_fn, s: TrainSettings,
+                out_dir: str | Path | None, resume: bool):
+    """LP-FT's first phase: only the output head and the final norm before it learn (their
+    own checkpoint in ``out_dir/head``)."""
+    body = [p for name, p in model.named_parameters() if not name.startswith(("head.", "ln_f."))]
+    for p in body:
+        p.requires_grad_(False)
+    cfg = dataclasses.replace(
+        s.train_config(Path(out_dir) / "head" if out_dir is not None else None),
+        steps=s.head_only_steps, lr=s.head_lr, warmup_steps=0, min_lr_ratio=1.0,
+        weight_decay=0.0, log_every=max(s.head_only_steps // 4, 1),
+        checkpoint_every=s.head_only_steps)
+    try:
+        return train(model, loss_fn, batch_fn, cfg, resume=resume)
+    finally:
+        for p in body:
+            p.requires_grad_(True)
 
 
 def fresh_examples(task: Task, n: int, min_nodes: int, seed_len: int,

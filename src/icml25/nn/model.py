@@ -167,6 +167,11 @@ class Transformer(nn.Module):
             nn.init.normal_(module.weight, std=0.02)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.head(self.hidden(idx))
+
+    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        """The final normalised hidden states ``(B, T, d_model)`` that the head reads (an
+        auxiliary head can read them too)."""
         if idx.dim() != 2:
             raise ValueError(f"expected token ids of shape (batch, seq), got {tuple(idx.shape)}")
         t = idx.shape[1]
@@ -183,7 +188,7 @@ class Transformer(nn.Module):
         rotary = (self.rot_cos, self.rot_sin) if self.pos is None else None
         for block in self.blocks:
             x = block(x, rotary)
-        return self.head(self.ln_f(x))
+        return self.ln_f(x)
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -1,0 +1,182 @@
+"""The claims' cells at a coherent scale: Line / Circle at the full setting (10,000 lines),
+each model started from the chain-start lookup stage (``icml25.creativity.lookup``, one shared
+start per task and layout, as the paper's runs share GPT-2), then LP-FT on the method's own
+objective. One cell = one (task, cell, training seed); each is resumable (rerun the same
+command after a kill) and writes ROOT/<task>-<cell>-s<seed>.json with its learning curve and
+its evaluations on 1,024 fresh prompts per decoding.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/creativity_coherent_cells.py \\
+        --task line --cell ntp-seed --seed 0 --root runs/cells
+    .venv/bin/python benchmarks/creativity_coherent_cells.py --summary --root runs/cells
+
+``--ship NAME`` also copies the cell's model (with a card) into the package's checkpoints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from icml25.creativity.lookup import pretrain_lookup
+from icml25.creativity.scoring import Scorer
+from icml25.creativity.seeds import difference, summarize
+from icml25.creativity.tasks import generate, make_task
+from icml25.creativity.training import TrainSettings, evaluate_model, train_model
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    method: str
+    seed_len: int
+    decodings: tuple[float, ...]  # temperatures; 0 = greedy on fresh seeds
+
+
+CELLS = {
+    "ntp-seed": Cell("ntp", 10, (0.0, 0.5, 1.0)),
+    "teacherless-seed": Cell("teacherless", 10, (0.0, 0.5, 1.0)),
+    "ntp-null": Cell("ntp", 0, (0.5, 1.0, 2.0)),
+    "diffusion-null": Cell("diffusion", 0, (1.0,)),  # the paper's diffusion runs use no seeds
+}
+ARCH = {"d_model": 64, "n_layers": 6, "n_heads": 4, "token_shift": True, "layer_shift": True}
+N_EVAL = 1024
+
+
+def label(temp: float) -> str:
+    return "greedy" if temp == 0 else f"T={temp}"
+
+
+def pretrained_start(task, cell: Cell, root: Path, steps: int) -> Path:
+    """The shared lookup stage for this task and layout (trained once, pretraining seed 0)."""
+    layout = "diffusion" if cell.method == "diffusion" else "ntp"
+    out = root / f"{task.name}-lookup-{layout}-{cell.seed_len}"
+    if not (out / "model" / "config.json").exists():
+        s = TrainSettings(method=layout, seed_len=cell.seed_len, steps=steps, lr=1e-3,
+                          warmup_steps=200, eval_every=500, seed=0, **ARCH)
+        _, report = pretrain_lookup(task, s, out_dir=out, resume=True,
+                                    on_eval=lambda p: print(json.dumps(p), flush=True))
+        if report["stopped_early"]:
+            sys.exit("the lookup stage stopped early: rerun")
+    return out / "model"
+
+
+def run_cell(a) -> dict:
+    cell = CELLS[a.cell]
+    root = Path(a.root)
+    task = make_task(a.task)  # the full setting: 10,000 lines, task seed 0
+    data = generate(task, seed_len=cell.seed_len)
+    start = pretrained_start(task, cell, root, a.pretrain_steps)
+    s = TrainSettings(method=cell.method, seed_len=cell.seed_len, steps=a.steps, lr=a.lr,
+                      warmup_steps=100, min_lr_ratio=0.1, init_from=str(start),
+                      head_only_steps=a.head_steps, head_lr=3e-3, eval_every=500, eval_n=256,
+                      checkpoint_every=500, seed=a.seed, **ARCH)
+    out = root / f"{a.task}-{a.cell}-s{a.seed}"
+    run = train_model(task, data.train, s, out_dir=out, resume=True,
+                      on_eval=lambda p: print(json.dumps(p), flush=True))
+    if run.stopped_early:
+        sys.exit("stopped early: rerun")
+    scorer = Scorer(task, run.train)
+    evals = {label(t): evaluate_model(run, scorer=scorer, n=N_EVAL, temperature=t, seed=a.seed)
+             for t in cell.decodings}
+    result = {"task": a.task, "cell": a.cell, "method": cell.method, "seed_len": cell.seed_len,
+              "seed": a.seed, "command": "OMP_NUM_THREADS=1 .venv/bin/python "
+              + shlex.join(sys.argv), "settings": dataclasses.asdict(s),
+              "pretrained_start": str(start), "curve": run.curve, "evals": evals}
+    (root / f"{a.task}-{a.cell}-s{a.seed}.json").write_text(json.dumps(result, indent=1))
+    if a.ship:
+        ship(out / "model", a.ship, result, start)
+    return result
+
+
+def ship(model_dir: Path, name: str, result: dict, start: Path) -> None:
+    dest = Path(__file__).resolve().parents[1] / "src/icml25/creativity/checkpoints" / name
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(model_dir, dest)
+    meta = json.loads((start / "config.json").read_text())["lookup_pretrain"]
+    main_eval = result["evals"].get("greedy") or next(iter(result["evals"].values()))
+    card = {"name": name, "task": result["task"], "method": result["method"],
+            "seed_len": result["seed_len"], "command": result["command"],
+            "pretrained_start": {"what": "icml25.creativity.lookup (chain-start stage, shared "
+                                 "by the task's cells of this layout)", **meta},
+            "settings": result["settings"], "curve": result["curve"],
+            "evaluation": {"seed": result["seed"], **main_eval},
+            "evaluations": result["evals"]}
+    (dest / "card.json").write_text(json.dumps(card, indent=1))
+
+
+def best(results: list[dict]) -> tuple[str, list[dict]]:
+    """The decoding with the highest mean creativity over the cell's seeds."""
+    labels = results[0]["evals"].keys()
+    top = max(labels, key=lambda k: np.mean([r["evals"][k]["creativity"] for r in results]))
+    return top, [r["evals"][top] for r in results]
+
+
+def summary(root: Path) -> str:
+    cells: dict[tuple[str, str], list[dict]] = {}
+    for path in sorted(root.glob("*-s[0-9]*.json")):
+        r = json.loads(path.read_text())
+        cells.setdefault((r["task"], r["cell"]), []).append(r)
+    lines = ["| task | cell | best decoding | seeds | coherence | creativity | memorization |",
+             "|---|---|---|---|---|---|---|"]
+    stats = {}
+    for (task, cell), rs in sorted(cells.items()):
+        dec, evs = best(rs)
+
+        def text(key, evs=evs):
+            v = [e[key] for e in evs]
+            if len(v) < 2:
+                return f"{v[0]:.3f} (1 seed)"
+            return summarize(v, [e["n"] for e in evs]).text()
+        if len(evs) >= 2:
+            stats[(task, cell)] = {k: summarize([e[k] for e in evs], [e["n"] for e in evs])
+                                   for k in ("creativity", "memorization")}
+        lines.append(f"| {task} | {cell} | {dec} | {sorted(r['seed'] for r in rs)} | "
+                     f"{text('coherence')} | {text('creativity')} | {text('memorization')} |")
+    lines += ["", "| task | claim (difference of means, Welch 95% interval) | value |",
+              "|---|---|---|"]
+    for task in sorted({t for t, _ in stats}):
+        for a, b, key in (("teacherless-seed", "ntp-seed", "creativity"),
+                          ("diffusion-null", "ntp-seed", "creativity"),
+                          ("ntp-seed", "ntp-null", "creativity"),
+                          ("ntp-seed", "teacherless-seed", "memorization"),
+                          ("ntp-seed", "diffusion-null", "memorization")):
+            if (task, a) in stats and (task, b) in stats:
+                d = difference(stats[(task, a)][key], stats[(task, b)][key])
+                lines.append(f"| {task} | {key}: {a} − {b} | {d.diff:+.3f} "
+                             f"[{d.ci[0]:+.3f}, {d.ci[1]:+.3f}] |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--task", choices=["line", "circle"])
+    ap.add_argument("--cell", choices=sorted(CELLS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pretrain-steps", type=int, default=2500)
+    ap.add_argument("--head-steps", type=int, default=1000)
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--ship", default=None, help="copy the model into the package as NAME")
+    ap.add_argument("--summary", action="store_true")
+    a = ap.parse_args()
+    if a.summary:
+        print(summary(Path(a.root)))
+        return
+    if a.task is None or a.cell is None:
+        ap.error("--task and --cell are needed (or --summary)")
+    torch.set_num_threads(1)
+    r = run_cell(a)
+    print(json.dumps({k: {d: {m: e[m] for m in ("coherence", "creativity", "memorization")}
+                          for d, e in r["evals"].items()} for k in ("evals",)}))
+
+
+if __name__ == "__main__":
+    main()
