@@ -27,9 +27,15 @@ import torch
 
 from icml25.creativity.lookup import pretrain_lookup
 from icml25.creativity.scoring import Scorer
-from icml25.creativity.seeds import difference, summarize
+from icml25.creativity.seeds import SeedSummary, difference, summarize
 from icml25.creativity.tasks import generate, make_task
-from icml25.creativity.training import TrainSettings, evaluate_model, train_model
+from icml25.creativity.training import (
+    TrainSettings,
+    evaluate_model,
+    load_snapshot,
+    saturation_step,
+    train_model,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,31 +80,44 @@ def run_cell(a) -> dict:
     data = generate(task, seed_len=cell.seed_len)
     start = pretrained_start(task, cell, root, a.pretrain_steps)
     s = TrainSettings(method=cell.method, seed_len=cell.seed_len, steps=a.steps, lr=a.lr,
-                      warmup_steps=100, min_lr_ratio=0.1, init_from=str(start),
+                      warmup_steps=100, min_lr_ratio=a.min_lr_ratio, init_from=str(start),
                       head_only_steps=a.head_steps, head_lr=3e-3, eval_every=500, eval_n=256,
-                      checkpoint_every=500, seed=a.seed, **ARCH)
+                      checkpoint_every=500, keep_snapshots=True, seed=a.seed,
+                      compile=a.compile, **ARCH)
     out = root / f"{a.task}-{a.cell}-s{a.seed}"
     run = train_model(task, data.train, s, out_dir=out, resume=True,
                       on_eval=lambda p: print(json.dumps(p), flush=True))
     if run.stopped_early:
         sys.exit("stopped early: rerun")
+    # The paper's rule: report the checkpoint where creativity saturates on the learning curve
+    # (256 prompts drawn apart from the 1,024 evaluation prompts below).
+    step = saturation_step(run.curve)
+    run = load_snapshot(run, out, step)
     scorer = Scorer(task, run.train)
     evals = {label(t): evaluate_model(run, scorer=scorer, n=N_EVAL, temperature=t, seed=a.seed)
              for t in cell.decodings}
     result = {"task": a.task, "cell": a.cell, "method": cell.method, "seed_len": cell.seed_len,
               "seed": a.seed, "command": "OMP_NUM_THREADS=1 .venv/bin/python "
               + shlex.join(sys.argv), "settings": dataclasses.asdict(s),
-              "pretrained_start": str(start), "curve": run.curve, "evals": evals}
+              "pretrained_start": str(start), "curve": run.curve, "reported_step": step,
+              "evals": evals}
     (root / f"{a.task}-{a.cell}-s{a.seed}.json").write_text(json.dumps(result, indent=1))
     if a.ship:
-        ship(out / "model", a.ship, result, start)
+        ship(out / "snapshots" / f"step-{step}", out / "model" / "train.txt", a.ship, result,
+             start)
     return result
 
 
-def ship(model_dir: Path, name: str, result: dict, start: Path) -> None:
+def ship(model_dir: Path, train_txt: Path, name: str, result: dict, start: Path) -> None:
+    """Copy the reported snapshot into the package with its training lines and a card."""
     dest = Path(__file__).resolve().parents[1] / "src/icml25/creativity/checkpoints" / name
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(model_dir, dest)
+    shutil.copy(train_txt, dest / "train.txt")
+    final = json.loads((train_txt.parent / "config.json").read_text())
+    cfg = json.loads((dest / "config.json").read_text())
+    cfg["creativity"] = final["creativity"]  # what load_run needs: task, method, seeds
+    (dest / "config.json").write_text(json.dumps(cfg, indent=2))
     meta = json.loads((start / "config.json").read_text())["lookup_pretrain"]
     main_eval = result["evals"].get("greedy") or next(iter(result["evals"].values()))
     card = {"name": name, "task": result["task"], "method": result["method"],
@@ -106,6 +125,7 @@ def ship(model_dir: Path, name: str, result: dict, start: Path) -> None:
             "pretrained_start": {"what": "icml25.creativity.lookup (chain-start stage, shared "
                                  "by the task's cells of this layout)", **meta},
             "settings": result["settings"], "curve": result["curve"],
+            "reported_step": result["reported_step"],
             "evaluation": {"seed": result["seed"], **main_eval},
             "evaluations": result["evals"]}
     (dest / "card.json").write_text(json.dumps(card, indent=1))
@@ -118,39 +138,73 @@ def best(results: list[dict]) -> tuple[str, list[dict]]:
     return top, [r["evals"][top] for r in results]
 
 
+# The paper's claims as differences of cell means (a − b) and the direction that reproduces
+# them: +1 "a > b"; 0 "a at least as good as b" (non-inferiority within MARGIN).
+CLAIMS = (
+    ("multi-token more creative than NTP", "teacherless-seed", "ntp-seed", "creativity", +1),
+    ("multi-token more creative than NTP", "diffusion-null", "ntp-seed", "creativity", +1),
+    ("seed-conditioning at least as creative as temperature sampling", "ntp-seed:greedy",
+     "ntp-null", "creativity", 0),
+    ("multi-token memorises less", "ntp-seed", "teacherless-seed", "memorization", +1),
+    ("multi-token memorises less", "ntp-seed", "diffusion-null", "memorization", +1),
+)
+MARGIN = 0.02
+
+
+def verdict(lo: float, hi: float, direction: int) -> str:
+    """From the Welch 95% interval of a − b."""
+    if direction > 0:
+        return "reproduced" if lo > 0 else "not reproduced" if hi < 0 else "inconclusive"
+    return ("reproduced" if lo > -MARGIN else "not reproduced" if hi < 0
+            else "inconclusive")
+
+
+def _cell_evals(cells: dict, task: str, key: str) -> tuple[str, list[dict]] | None:
+    """``cell`` at its best decoding, or ``cell:decoding`` at that one."""
+    name, _, dec = key.partition(":")
+    rs = cells.get((task, name))
+    if not rs:
+        return None
+    if dec:
+        return dec, [r["evals"][dec] for r in rs]
+    return best(rs)
+
+
+def _stat(evs: list[dict], key: str):
+    v = [e[key] for e in evs]
+    n = [e["n"] for e in evs]
+    if len(v) >= 2:
+        return summarize(v, n)
+    p = v[0]  # one seed: the sampling error alone
+    return SeedSummary(p, 0.0, (p * (1 - p) / n[0]) ** 0.5, 1, (p,))
+
+
 def summary(root: Path) -> str:
     cells: dict[tuple[str, str], list[dict]] = {}
     for path in sorted(root.glob("*-s[0-9]*.json")):
         r = json.loads(path.read_text())
         cells.setdefault((r["task"], r["cell"]), []).append(r)
-    lines = ["| task | cell | best decoding | seeds | coherence | creativity | memorization |",
-             "|---|---|---|---|---|---|---|"]
-    stats = {}
+    lines = ["| task | cell | best decoding | seeds (reported step) | coherence | creativity "
+             "(per seed) | memorization |", "|---|---|---|---|---|---|---|"]
     for (task, cell), rs in sorted(cells.items()):
         dec, evs = best(rs)
-
-        def text(key, evs=evs):
-            v = [e[key] for e in evs]
-            if len(v) < 2:
-                return f"{v[0]:.3f} (1 seed)"
-            return summarize(v, [e["n"] for e in evs]).text()
-        if len(evs) >= 2:
-            stats[(task, cell)] = {k: summarize([e[k] for e in evs], [e["n"] for e in evs])
-                                   for k in ("creativity", "memorization")}
-        lines.append(f"| {task} | {cell} | {dec} | {sorted(r['seed'] for r in rs)} | "
-                     f"{text('coherence')} | {text('creativity')} | {text('memorization')} |")
-    lines += ["", "| task | claim (difference of means, Welch 95% interval) | value |",
-              "|---|---|---|"]
-    for task in sorted({t for t, _ in stats}):
-        for a, b, key in (("teacherless-seed", "ntp-seed", "creativity"),
-                          ("diffusion-null", "ntp-seed", "creativity"),
-                          ("ntp-seed", "ntp-null", "creativity"),
-                          ("ntp-seed", "teacherless-seed", "memorization"),
-                          ("ntp-seed", "diffusion-null", "memorization")):
-            if (task, a) in stats and (task, b) in stats:
-                d = difference(stats[(task, a)][key], stats[(task, b)][key])
-                lines.append(f"| {task} | {key}: {a} − {b} | {d.diff:+.3f} "
-                             f"[{d.ci[0]:+.3f}, {d.ci[1]:+.3f}] |")
+        seeds = ", ".join(f"{r['seed']} ({r.get('reported_step', 'final')})" for r in rs)
+        per = " / ".join(f"{e['creativity']:.3f}" for e in evs)
+        lines.append(f"| {task} | {cell} | {dec} | {seeds} | {_stat(evs, 'coherence').text()} "
+                     f"| {_stat(evs, 'creativity').text()} ({per}) | "
+                     f"{_stat(evs, 'memorization').text()} |")
+    lines += ["", "| task | claim | a − b (Welch 95% interval) | verdict |", "|---|---|---|---|"]
+    for task in sorted({t for t, _ in cells}):
+        for claim, a, b, key, direction in CLAIMS:
+            ea, eb = _cell_evals(cells, task, a), _cell_evals(cells, task, b)
+            if ea is None or eb is None:
+                continue
+            sa, sb = _stat(ea[1], key), _stat(eb[1], key)
+            d = difference(sa, sb)
+            lo, hi = d.ci
+            v = verdict(lo, hi, direction) if min(sa.k, sb.k) >= 3 else "fewer than 3 seeds"
+            lines.append(f"| {task} | {claim}: {key} {a} ({ea[0]}) − {b} ({eb[0]}) | "
+                         f"{d.diff:+.3f} [{lo:+.3f}, {hi:+.3f}] | {v} |")
     return "\n".join(lines)
 
 
@@ -164,6 +218,9 @@ def main() -> None:
     ap.add_argument("--head-steps", type=int, default=1000)
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--min-lr-ratio", type=float, default=0.1, help="1: constant lr (paper)")
+    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
+                    help="torch.compile the training step (about 2x faster on one CPU thread)")
     ap.add_argument("--ship", default=None, help="copy the model into the package as NAME")
     ap.add_argument("--summary", action="store_true")
     a = ap.parse_args()

@@ -16,7 +16,9 @@ from icml25.creativity.training import (
     fresh_prompts,
     generate_answers,
     load_run,
+    load_snapshot,
     reseed,
+    saturation_step,
     train_model,
 )
 
@@ -231,3 +233,31 @@ def test_fresh_curriculum_trains_and_init_from_starts_from_its_weights(tmp_path)
         layer_shift=True, **small))
     x = torch.randint(0, len(first.vocab), (2, 20))
     assert torch.allclose(grown.model.eval()(x), first.model.eval()(x), atol=1e-5)
+
+
+def test_saturation_step_is_the_first_best_point():
+    curve = [{"step": 1, "creativity": 0.2}, {"step": 2, "creativity": 0.5},
+             {"step": 3, "creativity": 0.5}, {"step": 4, "creativity": 0.4}]
+    assert saturation_step(curve) == 2
+    assert saturation_step(curve, key="step") == 4
+    with pytest.raises(ValueError, match="empty"):
+        saturation_step([])
+
+
+def test_snapshots_keep_the_weights_of_each_curve_point(tmp_path):
+    task, data = _line_data(20)
+    s = TrainSettings(steps=4, d_model=16, n_layers=1, n_heads=2, eval_every=2, eval_n=4,
+                      keep_snapshots=True)
+    run = train_model(task, data.train, s, out_dir=tmp_path)
+    assert [p["step"] for p in run.curve] == [2, 4]
+    final = load_snapshot(run, tmp_path, 4)  # the last point is the final model
+    early = load_snapshot(run, tmp_path, 2)
+    for name, w in run.model.state_dict().items():
+        assert torch.equal(final.model.state_dict()[name], w)
+    assert any(not torch.equal(early.model.state_dict()[k], w)
+               for k, w in run.model.state_dict().items())
+    assert early.train == run.train and early.method == run.method
+    with pytest.raises(FileNotFoundError, match="step 3"):
+        load_snapshot(run, tmp_path, 3)
+    with pytest.raises(ValueError, match="eval_every"):
+        TrainSettings(keep_snapshots=True)

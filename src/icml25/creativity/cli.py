@@ -270,7 +270,8 @@ def evaluate(
         "--shipped", help="A model shipped with the package, e.g. line-ntp.")] = None,
     n: Annotated[int, typer.Option(min=1, help="Generations (one per fresh prompt).")] = 1024,
     temperature: Annotated[float | None, typer.Option(
-        min=0.0, help="0 = greedy (default for causal models; 1 for diffusion).")] = None,
+        min=0.0, help="0 = greedy (default for causal models; 1 for diffusion; a shipped "
+        "model: its card's).")] = None,
     top_k: Annotated[int | None, typer.Option(min=1, help="Top-k sampling (off by default).")]
     = None,
     seed: Annotated[int, typer.Option(min=0)] = 0,
@@ -292,9 +293,11 @@ def evaluate(
                                  param_hint="CHECKPOINT")
     try:
         if shipped is not None:
-            from icml25.creativity.shipped import shipped_dir
+            from icml25.creativity.shipped import shipped_dir, shipped_temperature
 
             checkpoint = shipped_dir(shipped)
+            if temperature is None:  # the decoding its card reports
+                temperature = shipped_temperature(shipped)
         run = load_run(checkpoint)
     except (FileNotFoundError, ValueError) as exc:
         raise typer.BadParameter(str(exc), param_hint="--shipped" if shipped else

@@ -274,13 +274,14 @@ def construction(ctx: RunContext) -> Outcome:
 
 
 def evaluate_shipped(name: str, n: int, seed: int) -> dict:
-    """One shipped model scored on ``n`` fresh prompts at its default decoding."""
-    from icml25.creativity.shipped import shipped_dir
+    """One shipped model scored on ``n`` fresh prompts at its card's decoding."""
+    from icml25.creativity.shipped import shipped_card, shipped_dir, shipped_temperature
     from icml25.creativity.training import evaluate_model, load_run
 
     run = load_run(shipped_dir(name))
-    return {"method": run.method, "task": run.task.name, "curve": run.curve,
-            **evaluate_model(run, n=n, seed=seed)}
+    curve = shipped_card(name).get("curve", run.curve)
+    return {"method": run.method, "task": run.task.name, "curve": curve,
+            **evaluate_model(run, n=n, seed=seed, temperature=shipped_temperature(name))}
 
 
 def _shipped_outcome(ctx: RunContext) -> Outcome:

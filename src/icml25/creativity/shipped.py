@@ -34,3 +34,9 @@ def shipped_card(name: str) -> dict:
     """The model's card (``card.json``): command, settings, curve, evaluation."""
     path = shipped_dir(name) / "card.json"
     return json.loads(path.read_text()) if path.exists() else {}
+
+
+def shipped_temperature(name: str) -> float | None:
+    """The decoding the card's evaluation used (0 = greedy on fresh seeds; None: the
+    method's default)."""
+    return shipped_card(name).get("evaluation", {}).get("temperature")

@@ -24,7 +24,9 @@ from icml25.nn import TrainConfig, Transformer, TransformerConfig, is_main_proce
 from icml25.nn.device import inference_batch_size, place, resolve_device
 
 __all__ = ["IGNORE", "METHODS", "Run", "TrainSettings", "Vocab", "build_rows", "evaluate_model",
-           "fresh_prompts", "generate_answers", "load_run", "reseed", "train_model"]
+           "fresh_prompts", "generate_answers", "load_run", "load_snapshot", "reseed",
+           "saturation_step", "train_model"]
+SNAPSHOTS = "snapshots"
 GENERATE_BATCH = 512  # prompts per forward pass on the CPU (on a GPU: what fits)
 
 
@@ -70,6 +72,10 @@ class TrainSettings:
     seed: int = 0
     eval_every: int = 0  # >0: score generations every N steps (learning curve)
     eval_n: int = 256
+    # Keep the weights at every learning-curve point (``out_dir/snapshots/step-N``), so that the
+    # checkpoint where creativity saturates can be reported, as the paper does
+    # (:func:`saturation_step`, :func:`load_snapshot`).
+    keep_snapshots: bool = False
     checkpoint_every: int = 0  # >0: a resumable checkpoint every N steps (0: only at the end)
     # Where and how: as in icml25.nn.TrainConfig.
     device: str = "auto"
@@ -90,6 +96,9 @@ class TrainSettings:
             raise ValueError("head_only_steps must be >= 0 and head_lr positive")
         if self.head_only_steps and self.init_from is None:
             raise ValueError("head_only_steps trains a head on the features of init_from: give it")
+        if self.keep_snapshots and not self.eval_every:
+            raise ValueError("keep_snapshots keeps the weights at each learning-curve point: "
+                             "set eval_every")
         if self.fresh_min_nodes is not None and self.fresh_min_nodes < 3:
             raise ValueError(f"fresh_min_nodes must be >= 3, got {self.fresh_min_nodes}")
         self.train_config(out_dir=None)  # device, precision, ... are checked here, once
@@ -253,6 +262,8 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
                                 rng=np.random.default_rng([s.seed, 4, row["step"]]))
         point = {"step": row["step"], "loss": row["loss"], **report,
                  **(probe(run) if probe else {})}
+        if s.keep_snapshots and out_dir is not None and is_main_process():
+            model.save(Path(out_dir) / SNAPSHOTS / f"step-{row['step']}")
         model.train()  # decoding switched dropout off; training goes on
         run.curve.append(point)
         if curve_file is not None and is_main_process():
@@ -277,6 +288,26 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     if out_dir is not None and is_main_process() and not state.stopped_early:
         run.save(Path(out_dir) / "model")
     return run
+
+
+def saturation_step(curve: Sequence[dict], key: str = "creativity") -> int:
+    """The learning-curve step to report (the paper's rule: the checkpoint where creativity
+    saturates): the first step with the highest ``key``. The curve's prompts are drawn apart
+    from the final evaluation's (see :func:`train_model`), so choosing on it leaves that
+    evaluation unbiased."""
+    if not curve:
+        raise ValueError("an empty learning curve: train with eval_every > 0")
+    return max(curve, key=lambda p: (p[key], -p["step"]))["step"]
+
+
+def load_snapshot(run: Run, out_dir: str | Path, step: int) -> Run:
+    """``run`` with the weights it had at learning-curve ``step`` (``keep_snapshots=True``)."""
+    where = Path(out_dir) / SNAPSHOTS / f"step-{step}"
+    if not (where / "config.json").exists():
+        raise FileNotFoundError(f"no snapshot at step {step} in {out_dir} (keep_snapshots?)")
+    model = Transformer.load(where)
+    model.eval()
+    return dataclasses.replace(run, model=model)
 
 
 def _train_head(model: Transformer, loss_fn, batch_fn, s: TrainSettings,
