@@ -43,6 +43,7 @@ class Cell:
     method: str
     seed_len: int
     decodings: tuple[float, ...]  # temperatures; 0 = greedy on fresh seeds
+    lookup: bool = True  # start from the lookup stage (else from scratch, at FROM_SCRATCH_LR)
 
 
 CELLS = {
@@ -50,9 +51,12 @@ CELLS = {
     "teacherless-seed": Cell("teacherless", 10, (0.0, 0.5, 1.0)),
     "ntp-null": Cell("ntp", 0, (0.5, 1.0, 2.0)),
     "diffusion-null": Cell("diffusion", 0, (1.0,)),  # the paper's diffusion runs use no seeds
+    # The lookup stage has no layout for uniform noise: this cell trains from scratch.
+    "diffusion-uniform-null": Cell("diffusion-uniform", 0, (1.0,), lookup=False),
 }
 ARCH = {"d_model": 64, "n_layers": 6, "n_heads": 4, "token_shift": True, "layer_shift": True}
 N_EVAL = 1024
+FROM_SCRATCH_LR = 1e-3  # the lookup stage's own lr, for a cell without a pretrained start
 
 
 def label(temp: float) -> str:
@@ -78,10 +82,14 @@ def run_cell(a) -> dict:
     root = Path(a.root)
     task = make_task(a.task)  # the full setting: 10,000 lines, task seed 0
     data = generate(task, seed_len=cell.seed_len)
-    start = pretrained_start(task, cell, root, a.pretrain_steps)
-    s = TrainSettings(method=cell.method, seed_len=cell.seed_len, steps=a.steps, lr=a.lr,
-                      warmup_steps=100, min_lr_ratio=a.min_lr_ratio, init_from=str(start),
-                      head_only_steps=a.head_steps, head_lr=3e-3, eval_every=500, eval_n=256,
+    start = pretrained_start(task, cell, root, a.pretrain_steps) if cell.lookup else None
+    s = TrainSettings(method=cell.method, seed_len=cell.seed_len, steps=a.steps,
+                      lr=a.lr if start else FROM_SCRATCH_LR, warmup_steps=100 if start else 200,
+                      min_lr_ratio=a.min_lr_ratio, init_from=str(start) if start else None,
+                      head_only_steps=a.head_steps if start else 0, head_lr=3e-3,
+                      replay_weight=a.replay_weight if start else 0.0,
+                      anchor_weight=a.anchor_weight if start else 0.0,
+                      eval_every=500, eval_n=256,
                       checkpoint_every=500, keep_snapshots=True, seed=a.seed,
                       compile=a.compile, **ARCH)
     out = root / f"{a.task}-{a.cell}-s{a.seed}"
@@ -99,8 +107,8 @@ def run_cell(a) -> dict:
     result = {"task": a.task, "cell": a.cell, "method": cell.method, "seed_len": cell.seed_len,
               "seed": a.seed, "command": "OMP_NUM_THREADS=1 .venv/bin/python "
               + shlex.join(sys.argv), "settings": dataclasses.asdict(s),
-              "pretrained_start": str(start), "curve": run.curve, "reported_step": step,
-              "evals": evals}
+              "pretrained_start": str(start) if start else None, "curve": run.curve,
+              "reported_step": step, "evals": evals}
     (root / f"{a.task}-{a.cell}-s{a.seed}.json").write_text(json.dumps(result, indent=1))
     if a.ship:
         ship(out / "snapshots" / f"step-{step}", out / "model" / "train.txt", a.ship, result,
@@ -118,12 +126,13 @@ def ship(model_dir: Path, train_txt: Path, name: str, result: dict, start: Path)
     cfg = json.loads((dest / "config.json").read_text())
     cfg["creativity"] = final["creativity"]  # what load_run needs: task, method, seeds
     (dest / "config.json").write_text(json.dumps(cfg, indent=2))
-    meta = json.loads((start / "config.json").read_text())["lookup_pretrain"]
+    meta = (json.loads((start / "config.json").read_text())["lookup_pretrain"] if start
+            else None)
     main_eval = result["evals"].get("greedy") or next(iter(result["evals"].values()))
     card = {"name": name, "task": result["task"], "method": result["method"],
             "seed_len": result["seed_len"], "command": result["command"],
             "pretrained_start": {"what": "icml25.creativity.lookup (chain-start stage, shared "
-                                 "by the task's cells of this layout)", **meta},
+                                 "by the task's cells of this layout)", **meta} if meta else None,
             "settings": result["settings"], "curve": result["curve"],
             "reported_step": result["reported_step"],
             "evaluation": {"seed": result["seed"], **main_eval},
@@ -208,6 +217,39 @@ def summary(root: Path) -> str:
     return "\n".join(lines)
 
 
+def figures(root: Path, out: Path) -> None:
+    """Learning curves (256 validation prompts per point) of every cell, one panel per task
+    and rate; each seed a thin line, the reported step marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = [json.loads(p.read_text()) for p in sorted(root.glob("*-s[0-9]*.json"))]
+    out.mkdir(parents=True, exist_ok=True)
+    keys = ("coherence", "creativity")
+    for task in sorted({r["task"] for r in results}):
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharex=True)
+        mine = [r for r in results if r["task"] == task]
+        cells = sorted({r["cell"] for r in mine})
+        for color, cell in zip(plt.cm.tab10.colors, cells, strict=False):
+            for i, r in enumerate(r for r in mine if r["cell"] == cell):
+                steps = [p["step"] for p in r["curve"]]
+                at = next(p for p in r["curve"] if p["step"] == r["reported_step"])
+                for ax, key in zip(axes, keys, strict=True):
+                    ax.plot(steps, [p[key] for p in r["curve"]], color=color, lw=1,
+                            label=None if i else cell)
+                    ax.plot(at["step"], at[key], "o", color=color, ms=4)
+        for ax, key in zip(axes, keys, strict=True):
+            ax.set(xlabel="fine-tuning step (after the lookup start and LP)", ylabel=key,
+                   title=f"{task}: {key} on 256 validation prompts", ylim=(0, 1))
+        axes[0].axhline(0.9, color="grey", lw=0.5, ls=":")
+        axes[1].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / f"{task}_cells_curves.png", dpi=110)
+        plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True)
@@ -219,13 +261,19 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--min-lr-ratio", type=float, default=0.1, help="1: constant lr (paper)")
+    ap.add_argument("--replay-weight", type=float, default=1.0,
+                    help="go on training the lookup beside the method (TrainSettings)")
+    ap.add_argument("--anchor-weight", type=float, default=0.0, help="L2-SP (TrainSettings)")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
                     help="torch.compile the training step (about 2x faster on one CPU thread)")
     ap.add_argument("--ship", default=None, help="copy the model into the package as NAME")
     ap.add_argument("--summary", action="store_true")
+    ap.add_argument("--figures", type=Path, default=None, help="with --summary: curves here")
     a = ap.parse_args()
     if a.summary:
         print(summary(Path(a.root)))
+        if a.figures:
+            figures(Path(a.root), a.figures)
         return
     if a.task is None or a.cell is None:
         ap.error("--task and --cell are needed (or --summary)")

@@ -152,3 +152,34 @@ def test_cli_pretrain_lookup_then_train_from_it(tmp_path):
     assert (tmp_path / "run" / "model" / "config.json").exists()
     r = runner.invoke(app, ["pretrain-lookup", "--task", "sibling", "-o", str(tmp_path / "x")])
     assert r.exit_code != 0 and "line and circle" in r.output
+
+
+@pytest.mark.parametrize("method", ["ntp", "diffusion"])
+def test_replay_keeps_the_lookup_and_the_anchor_holds_the_body(tmp_path, method):
+    """Fine-tuning from a lookup stage with replay trains (finite loss, both layouts), and a
+    strong L2-SP anchor keeps the body near the start where free fine-tuning moves it."""
+    task = make_task("line", 0, n_train=40, n_test=4)
+    arch = dict(d_model=32, n_layers=2, n_heads=2, token_shift=True, seed_len=3)
+    lk = TrainSettings(method=method, steps=80, batch_size=32, lr=3e-3, warmup_steps=5, **arch)
+    net, _ = pretrain_lookup(task, lk, out_dir=tmp_path / "lk")
+    data = generate(task, seed_len=3)
+    common = dict(method=method, steps=30, batch_size=8, lr=3e-3, warmup_steps=1,
+                  init_from=str(tmp_path / "lk"), **arch)
+    rows = []
+    run = train_model(task, data.train, TrainSettings(replay_weight=1.0, replay_batch=8,
+                                                      **common), on_log=rows.append)
+    assert all(np.isfinite(r["loss"]) for r in rows)
+    held = lookup_batch(task, run.vocab, method, 3, 64, run.model.cfg.seq_len,
+                        np.random.default_rng(5), torch.Generator().manual_seed(5))
+    anchored = train_model(task, data.train, TrainSettings(anchor_weight=1e4, **common))
+    free = train_model(task, data.train, TrainSettings(**common))
+
+    def drift(m):
+        return sum(((p - net.state_dict()[k]) ** 2).sum().item()
+                   for k, p in m.state_dict().items() if k.startswith("blocks."))
+    assert drift(anchored.model) < 0.1 * drift(free.model)
+    assert held[1].ne(-100).any()
+    with pytest.raises(ValueError, match="init_from"):
+        TrainSettings(replay_weight=1.0)
+    with pytest.raises(ValueError, match=">= 0"):
+        TrainSettings(anchor_weight=-1.0, init_from="x")

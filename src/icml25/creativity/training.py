@@ -69,6 +69,16 @@ class TrainSettings:
     # full fine-tuning sends its gradients into the body; ``steps`` then counts the full phase.
     head_only_steps: int = 0
     head_lr: float = 3e-3
+    # Keeping the start's skill through fine-tuning (``init_from`` a lookup stage): full
+    # fine-tuning overwrites the chain-start features within a few hundred steps
+    # (docs/creativity.md). ``replay_weight`` > 0 goes on training the lookup on
+    # ``replay_batch`` fresh answers per step, through a fresh auxiliary head, beside the
+    # method's loss (pretraining replay, as PPO-ptx mixes pretraining gradients into
+    # fine-tuning; the method's own head never sees those answers). ``anchor_weight`` > 0 adds
+    # L2-SP (Li et al., ICML 2018): anchor_weight/2 · ||body − body at the start||².
+    replay_weight: float = 0.0
+    replay_batch: int = 32
+    anchor_weight: float = 0.0
     seed: int = 0
     eval_every: int = 0  # >0: score generations every N steps (learning curve)
     eval_n: int = 256
@@ -99,6 +109,10 @@ class TrainSettings:
         if self.keep_snapshots and not self.eval_every:
             raise ValueError("keep_snapshots keeps the weights at each learning-curve point: "
                              "set eval_every")
+        if self.replay_weight < 0 or self.anchor_weight < 0 or self.replay_batch < 1:
+            raise ValueError("replay_weight and anchor_weight must be >= 0, replay_batch >= 1")
+        if (self.replay_weight or self.anchor_weight) and self.init_from is None:
+            raise ValueError("replay_weight and anchor_weight keep what init_from learnt: give it")
         if self.fresh_min_nodes is not None and self.fresh_min_nodes < 3:
             raise ValueError(f"fresh_min_nodes must be >= 3, got {self.fresh_min_nodes}")
         self.train_config(out_dir=None)  # device, precision, ... are checked here, once
@@ -245,6 +259,11 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     def loss_fn(net, batch):
         return method.loss(net, batch, vocab)
 
+    trainee, main_loss, main_batch = model, loss_fn, batch_fn
+    if s.replay_weight or s.anchor_weight:
+        trainee, main_loss, main_batch = _keeping_the_start(model, task, vocab, seed_len, s,
+                                                            loss_fn, batch_fn)
+
     curve_file = Path(out_dir) / "curve.jsonl" if out_dir is not None else None
     curve = _read_curve(curve_file) if resume and curve_file is not None else []
     run = Run(model, task, vocab, s.method, seed_len, list(examples), curve, 0.0)
@@ -281,7 +300,7 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
         if head.stopped_early:
             run.seconds, run.stopped_early = time.perf_counter() - start, True
             return run
-    state = train(model, loss_fn, batch_fn, cfg, resume=resume, on_log=log_row)
+    state = train(trainee, main_loss, main_batch, cfg, resume=resume, on_log=log_row)
     run.seconds = time.perf_counter() - start
     model.eval()
     run.stopped_early = state.stopped_early
@@ -308,6 +327,53 @@ def load_snapshot(run: Run, out_dir: str | Path, step: int) -> Run:
     model = Transformer.load(where)
     model.eval()
     return dataclasses.replace(run, model=model)
+
+
+class _WithAux(torch.nn.Module):
+    """The model plus the lookup stage's auxiliary head (replay); forward is the model's."""
+
+    def __init__(self, net: Transformer) -> None:
+        super().__init__()
+        self.net = net
+        self.aux = torch.nn.Linear(net.cfg.d_model, net.cfg.vocab_size)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.net(idx)
+
+
+def _keeping_the_start(model: Transformer, task: Task, vocab: Vocab, seed_len: int,
+                       s: TrainSettings, loss_fn, batch_fn):
+    """(module to train, loss, batches) with replay and/or the L2-SP anchor added."""
+    from icml25.creativity.lookup import lookup_batch
+
+    body = {n: p for n, p in model.named_parameters() if not n.startswith(("head.", "ln_f."))}
+    start = {n: p.detach().clone() for n, p in body.items()}
+    trainee = _WithAux(model) if s.replay_weight else model
+
+    def batches(step: int, gen: torch.Generator, rank: int):
+        main = batch_fn(step, gen, rank)
+        if not s.replay_weight:
+            return main, None
+        rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=gen)))
+        x, y, _ = lookup_batch(task, vocab, s.method, seed_len, s.replay_batch,
+                               model.cfg.seq_len, rng, gen)
+        device = next(model.parameters()).device
+        return main, (x.to(device), y.to(device))
+
+    def loss(net, batch):
+        main, replay = batch
+        total = loss_fn(net, main)
+        if replay is not None:
+            x, y = replay
+            aux = trainee.aux(model.hidden(x))
+            total = total + s.replay_weight * F.cross_entropy(
+                aux.flatten(0, 1), y.flatten(), ignore_index=IGNORE)
+        if s.anchor_weight:
+            drift = sum(((p - start[n]) ** 2).sum() for n, p in body.items())
+            total = total + 0.5 * s.anchor_weight * drift
+        return total
+
+    return trainee, loss, batches
 
 
 def _train_head(model: Transformer, loss_fn, batch_fn, s: TrainSettings,
