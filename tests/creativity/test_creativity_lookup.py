@@ -147,7 +147,7 @@ def test_cli_pretrain_lookup_then_train_from_it(tmp_path):
                             "--steps", "2", "--d-model", "16", "--n-layers", "1",
                             "--n-heads", "2", "--layer-shift", "--param", "n_train=40",
                             "--init-from", str(tmp_path / "lk"), "--head-only-steps", "2",
-                            "--batch-size", "8"])
+                            "--replay-weight", "1", "--batch-size", "8"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "run" / "model" / "config.json").exists()
     r = runner.invoke(app, ["pretrain-lookup", "--task", "sibling", "-o", str(tmp_path / "x")])

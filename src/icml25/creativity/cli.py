@@ -163,6 +163,9 @@ def train_cmd(
         "--init-from features (then --steps of full fine-tuning).")] = 0,
     head_lr: Annotated[float, typer.Option(
         min=0.0, help="Constant learning rate of the head-only phase.")] = 3e-3,
+    replay_weight: Annotated[float, typer.Option(
+        min=0.0, help="With --init-from a `pretrain-lookup` stage: go on training its lookup "
+        "beside the method's loss, so fine-tuning keeps it (docs/creativity.md).")] = 0.0,
     device: Device = "auto",
     precision: Precision = "fp32",
     compile: Compile = False,
@@ -199,7 +202,8 @@ def train_cmd(
             min_lr_ratio=r.min_lr_ratio, dropout=r.dropout, d_model=r.d_model,
             n_layers=r.n_layers, n_heads=r.n_heads, token_shift=token_shift,
             layer_shift=layer_shift, init_from=None if init_from is None else str(init_from),
-            head_only_steps=head_only_steps, head_lr=head_lr, eval_every=eval_every, seed=seed,
+            head_only_steps=head_only_steps, head_lr=head_lr, replay_weight=replay_weight,
+            eval_every=eval_every, seed=seed,
             device=device, precision=precision, compile=compile, grad_accum_steps=grad_accum,
             max_seconds=max_seconds)
     except ValueError as exc:
