@@ -1,15 +1,17 @@
 """The claims' cells at a coherent scale: Line / Circle at the full setting (10,000 lines),
 each model started from the chain-start lookup stage (``icml25.creativity.lookup``, one shared
 start per task and layout, as the paper's runs share GPT-2), then LP-FT on the method's own
-objective. One cell = one (task, cell, training seed); each is resumable (rerun the same
-command after a kill) and writes ROOT/<task>-<cell>-s<seed>.json with its learning curve and
-its evaluations on 1,024 fresh prompts per decoding.
+objective with replay of the lookup (``--replay-weight``, default 1). One cell = one (task,
+cell, training seed); each is resumable (rerun the same command after a kill) and writes
+ROOT/<task>-<cell>-s<seed>.json with its learning curve, the reported step (where creativity
+saturates on the curve) and its evaluations there on 1,024 fresh prompts per decoding.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/creativity_coherent_cells.py \\
-        --task line --cell ntp-seed --seed 0 --root runs/cells
-    .venv/bin/python benchmarks/creativity_coherent_cells.py --summary --root runs/cells
+        --task line --cell ntp-seed --seed 0 --root runs/R --steps 6000
+    .venv/bin/python benchmarks/creativity_coherent_cells.py --summary --root runs/R \\
+        [--figures docs/creativity/cells]
 
-``--ship NAME`` also copies the cell's model (with a card) into the package's checkpoints.
+``--ship NAME`` also copies the reported checkpoint (with a card) into the package.
 """
 
 from __future__ import annotations
@@ -258,14 +260,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pretrain-steps", type=int, default=2500)
     ap.add_argument("--head-steps", type=int, default=1000)
-    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--steps", type=int, default=6000)
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--min-lr-ratio", type=float, default=0.1, help="1: constant lr (paper)")
     ap.add_argument("--replay-weight", type=float, default=1.0,
                     help="go on training the lookup beside the method (TrainSettings)")
     ap.add_argument("--anchor-weight", type=float, default=0.0, help="L2-SP (TrainSettings)")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
-                    help="torch.compile the training step (about 2x faster on one CPU thread)")
+                    help="torch.compile the training step (faster here; --no-compile for eager)")
     ap.add_argument("--ship", default=None, help="copy the model into the package as NAME")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--figures", type=Path, default=None, help="with --summary: curves here")

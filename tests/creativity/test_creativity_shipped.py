@@ -59,11 +59,14 @@ def test_evaluate_refuses_unknown_or_ambiguous_models(fake_root, tmp_path):
 REAL = shipped.shipped_names()
 
 
-def test_line_and_circle_ntp_are_shipped_with_cards():
-    for name in ("line-ntp", "circle-ntp"):
+def test_line_and_circle_models_are_shipped_with_cards():
+    # Circle's teacherless and diffusion cells have not run yet (docs/creativity.md).
+    for name in ("line-ntp", "circle-ntp", "line-teacherless", "line-diffusion"):
         assert name in REAL
+    for name in REAL:
         card = shipped.shipped_card(name)
         assert card["evaluation"]["n"] == 1024 and "command" in card
+        assert card["name"] == name and name.startswith(f"{card['task']}-{card['method']}")
         size = sum(p.stat().st_size for p in shipped.shipped_dir(name).iterdir())
         assert size < 8e6  # a few MB
 
@@ -74,7 +77,8 @@ def test_shipped_model_matches_its_card_on_fresh_prompts(name):
     errors of the card's 1,024-generation figure (of both samples)."""
     card = shipped.shipped_card(name)["evaluation"]
     run = load_run(shipped.shipped_dir(name))
-    rep = evaluate_model(run, n=256, rng=np.random.default_rng(1))
+    rep = evaluate_model(run, n=256, rng=np.random.default_rng(1),
+                         temperature=card["temperature"])
     p = card["coherence"]
     se = (p * (1 - p) / 256 + p * (1 - p) / 1024) ** 0.5
     assert abs(rep["coherence"] - p) <= 4 * se + 1e-9, (rep["coherence"], p)
@@ -93,11 +97,13 @@ def _target_case(name: str):
         strict=True, reason=f"card: coherence {p:.3f} < {TARGET}, the target is not reached"))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", [_target_case(x) for x in REAL if x.endswith("-ntp")])
 def test_shipped_ntp_reaches_the_coherence_target(name):
-    """Issue 26's target: NTP coherence >= 0.9 on 1,024 generations (prompt seed 0)."""
-    rep = evaluate_model(load_run(shipped.shipped_dir(name)), n=1024, seed=0)
+    """Issue 26's target: NTP coherence >= 0.9 on 1,024 generations, greedy on the fixed
+    fresh-seed prompts of prompt seed 0 (the card's own evaluation, which this repeats)."""
+    card = shipped.shipped_card(name)["evaluation"]
+    rep = evaluate_model(load_run(shipped.shipped_dir(name)), n=1024, seed=0, temperature=0.0)
+    assert rep["coherence"] == pytest.approx(card["coherence"], abs=3 / 1024)
     assert rep["coherence"] >= TARGET
 
 
