@@ -190,6 +190,12 @@ def _stat(evs: list[dict], key: str):
     return SeedSummary(p, 0.0, (p * (1 - p) / n[0]) ** 0.5, 1, (p,))
 
 
+def _text(stat: SeedSummary) -> str:
+    if stat.k == 1:
+        return f"{stat.mean:.3f} (sampling ± {stat.sampling_se:.3f}; 1 seed)"
+    return stat.text()
+
+
 def summary(root: Path) -> str:
     cells: dict[tuple[str, str], list[dict]] = {}
     for path in sorted(root.glob("*-s[0-9]*.json")):
@@ -201,9 +207,9 @@ def summary(root: Path) -> str:
         dec, evs = best(rs)
         seeds = ", ".join(f"{r['seed']} ({r.get('reported_step', 'final')})" for r in rs)
         per = " / ".join(f"{e['creativity']:.3f}" for e in evs)
-        lines.append(f"| {task} | {cell} | {dec} | {seeds} | {_stat(evs, 'coherence').text()} "
-                     f"| {_stat(evs, 'creativity').text()} ({per}) | "
-                     f"{_stat(evs, 'memorization').text()} |")
+        lines.append(f"| {task} | {cell} | {dec} | {seeds} | {_text(_stat(evs, 'coherence'))} "
+                     f"| {_text(_stat(evs, 'creativity'))} ({per}) | "
+                     f"{_text(_stat(evs, 'memorization'))} |")
     lines += ["", "| task | claim | a − b (Welch 95% interval) | verdict |", "|---|---|---|---|"]
     for task in sorted({t for t, _ in cells}):
         for claim, a, b, key, direction in CLAIMS:
