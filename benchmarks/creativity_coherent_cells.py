@@ -52,7 +52,7 @@ CELLS = {
     "ntp-seed": Cell("ntp", 10, (0.0, 0.5, 1.0)),
     "teacherless-seed": Cell("teacherless", 10, (0.0, 0.5, 1.0)),
     "ntp-null": Cell("ntp", 0, (0.5, 1.0, 2.0)),
-    "diffusion-null": Cell("diffusion", 0, (1.0,)),  # the paper's diffusion runs use no seeds
+    "diffusion-null": Cell("diffusion", 0, (0.5, 1.0)),  # the paper's diffusion: no seeds
     # The lookup stage has no layout for uniform noise: this cell trains from scratch.
     "diffusion-uniform-null": Cell("diffusion-uniform", 0, (1.0,), lookup=False),
 }
@@ -160,6 +160,7 @@ CLAIMS = (
     ("multi-token memorises less", "ntp-seed", "diffusion-null", "memorization", +1),
 )
 MARGIN = 0.02
+COHERENCE_BAR = 0.9  # a claim is judged only between cells this coherent (issue 26)
 
 
 def verdict(lo: float, hi: float, direction: int) -> str:
@@ -219,7 +220,14 @@ def summary(root: Path) -> str:
             sa, sb = _stat(ea[1], key), _stat(eb[1], key)
             d = difference(sa, sb)
             lo, hi = d.ci
-            v = verdict(lo, hi, direction) if min(sa.k, sb.k) >= 3 else "fewer than 3 seeds"
+            low = [f"{name} {c:.2f}" for name, (_, evs) in ((a, ea), (b, eb))
+                   if (c := float(np.mean([e["coherence"] for e in evs]))) < COHERENCE_BAR]
+            if low:
+                v = f"not judged: coherence below {COHERENCE_BAR} ({', '.join(low)})"
+            elif min(sa.k, sb.k) < 3:
+                v = "not judged: fewer than 3 seeds"
+            else:
+                v = verdict(lo, hi, direction)
             lines.append(f"| {task} | {claim}: {key} {a} ({ea[0]}) − {b} ({eb[0]}) | "
                          f"{d.diff:+.3f} [{lo:+.3f}, {hi:+.3f}] | {v} |")
     return "\n".join(lines)
