@@ -71,7 +71,8 @@ def test_line_and_circle_models_are_shipped_with_cards():
         assert size < 8e6  # a few MB
 
 
-@pytest.mark.parametrize("name", REAL)
+# The NTP models are checked against their cards on 1,024 prompts by the target test below.
+@pytest.mark.parametrize("name", [x for x in REAL if not x.endswith("-ntp")])
 def test_shipped_model_matches_its_card_on_fresh_prompts(name):
     """256 generations on another prompt set (seed 1): coherence within 4 binomial standard
     errors of the card's 1,024-generation figure (of both samples)."""
