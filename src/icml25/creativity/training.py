@@ -343,8 +343,13 @@ class _WithAux(torch.nn.Module):
 
 def _keeping_the_start(model: Transformer, task: Task, vocab: Vocab, seed_len: int,
                        s: TrainSettings, loss_fn, batch_fn):
-    """(module to train, loss, batches) with replay and/or the L2-SP anchor added."""
+    """(module to train, loss, batches) with replay and/or the L2-SP anchor added. Replay
+    calls the model's hidden states outside the wrapper's forward, which DDP would not see."""
     from icml25.creativity.lookup import lookup_batch
+
+    if s.replay_weight and torch.distributed.is_initialized() \
+            and torch.distributed.get_world_size() > 1:
+        raise ValueError("replay_weight is single-process for now (not under torchrun)")
 
     body = {n: p for n, p in model.named_parameters() if not n.startswith(("head.", "ln_f."))}
     start = {n: p.detach().clone() for n, p in body.items()}
