@@ -156,6 +156,10 @@ CLAIMS = (
     ("multi-token more creative than NTP", "diffusion-null", "ntp-seed", "creativity", +1),
     ("seed-conditioning at least as creative as temperature sampling", "ntp-seed:greedy",
      "ntp-null", "creativity", 0),
+    ("at a fixed temperature, adding a seed does not hurt", "ntp-seed:T=0.5", "ntp-null:T=0.5",
+     "creativity", 0),
+    ("at a fixed temperature, adding a seed does not hurt", "ntp-seed:T=1.0", "ntp-null:T=1.0",
+     "creativity", 0),
     ("multi-token memorises less", "ntp-seed", "teacherless-seed", "memorization", +1),
     ("multi-token memorises less", "ntp-seed", "diffusion-null", "memorization", +1),
 )
