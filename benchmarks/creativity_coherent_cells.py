@@ -232,7 +232,8 @@ def summary(root: Path) -> str:
                 v = "not judged: fewer than 3 seeds"
             else:
                 v = verdict(lo, hi, direction)
-            lines.append(f"| {task} | {claim}: {key} {a} ({ea[0]}) − {b} ({eb[0]}) | "
+            name_a, name_b = a.partition(":")[0], b.partition(":")[0]
+            lines.append(f"| {task} | {claim}: {key} {name_a} ({ea[0]}) − {name_b} ({eb[0]}) | "
                          f"{d.diff:+.3f} [{lo:+.3f}, {hi:+.3f}] | {v} |")
     return "\n".join(lines)
 
