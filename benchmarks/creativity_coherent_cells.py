@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import shlex
 import shutil
 import sys
@@ -222,8 +223,11 @@ def summary(root: Path) -> str:
             if ea is None or eb is None:
                 continue
             sa, sb = _stat(ea[1], key), _stat(eb[1], key)
-            d = difference(sa, sb)
-            lo, hi = d.ci
+            if min(sa.k, sb.k) >= 2:
+                diff, (lo, hi) = (d := difference(sa, sb)).diff, d.ci
+            else:  # a one-seed side has no spread: the sampling error alone (not judged)
+                diff, half = sa.mean - sb.mean, 1.96 * math.hypot(sa.sampling_se, sb.sampling_se)
+                lo, hi = diff - half, diff + half
             low = [f"{name} {c:.2f}" for name, (_, evs) in ((a, ea), (b, eb))
                    if (c := float(np.mean([e["coherence"] for e in evs]))) < COHERENCE_BAR]
             if low:
@@ -234,7 +238,7 @@ def summary(root: Path) -> str:
                 v = verdict(lo, hi, direction)
             name_a, name_b = a.partition(":")[0], b.partition(":")[0]
             lines.append(f"| {task} | {claim}: {key} {name_a} ({ea[0]}) − {name_b} ({eb[0]}) | "
-                         f"{d.diff:+.3f} [{lo:+.3f}, {hi:+.3f}] | {v} |")
+                         f"{diff:+.3f} [{lo:+.3f}, {hi:+.3f}] | {v} |")
     return "\n".join(lines)
 
 
