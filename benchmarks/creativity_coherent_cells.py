@@ -266,7 +266,8 @@ def figures(root: Path, out: Path) -> None:
                             label=None if i else cell)
                     ax.plot(at["step"], at[key], "o", color=color, ms=4)
         for ax, key in zip(axes, keys, strict=True):
-            ax.set(xlabel="fine-tuning step (after the lookup start and LP)", ylabel=key,
+            ax.set(xlabel="training step (after the lookup start and LP; uniform from scratch)",
+                   ylabel=key,
                    title=f"{task}: {key} on 256 validation prompts", ylim=(0, 1))
         axes[0].axhline(0.9, color="grey", lw=0.5, ls=":")
         axes[1].legend(fontsize=7)
