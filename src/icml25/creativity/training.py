@@ -17,6 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from icml25.creativity.lookup import LookupModel
 from icml25.creativity.methods import IGNORE, METHODS, Method, Vocab, build_rows, get_method
 from icml25.creativity.scoring import Scorer
 from icml25.creativity.tasks import EDGE, Example, Task, make_seeds, make_task, parse_line
@@ -329,13 +330,9 @@ def load_snapshot(run: Run, out_dir: str | Path, step: int) -> Run:
     return dataclasses.replace(run, model=model)
 
 
-class _WithAux(torch.nn.Module):
-    """The model plus the lookup stage's auxiliary head (replay); forward is the model's."""
-
-    def __init__(self, net: Transformer) -> None:
-        super().__init__()
-        self.net = net
-        self.aux = torch.nn.Linear(net.cfg.d_model, net.cfg.vocab_size)
+class _WithAux(LookupModel):
+    """The lookup stage's model and auxiliary head (replay), whose forward is the model's own
+    (the method's loss calls it; replay calls ``aux`` on the hidden states)."""
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         return self.net(idx)
