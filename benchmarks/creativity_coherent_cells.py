@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fcntl
 import json
 import math
 import shlex
@@ -70,14 +71,22 @@ def pretrained_start(task, cell: Cell, root: Path, steps: int) -> Path:
     """The shared lookup stage for this task and layout (trained once, pretraining seed 0)."""
     layout = "diffusion" if cell.method == "diffusion" else "ntp"
     out = root / f"{task.name}-lookup-{layout}-{cell.seed_len}"
-    if not (out / "model" / "config.json").exists():
-        s = TrainSettings(method=layout, seed_len=cell.seed_len, steps=steps, lr=1e-3,
-                          warmup_steps=200, eval_every=500, seed=0, **ARCH)
-        _, report = pretrain_lookup(task, s, out_dir=out, resume=True,
-                                    on_eval=lambda p: print(json.dumps(p), flush=True))
-        if report["stopped_early"]:
-            sys.exit("the lookup stage stopped early: rerun")
+    root.mkdir(parents=True, exist_ok=True)
+    # Cells run side by side: the first one to need a stage builds it, the others wait for it.
+    with open(root / f"{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "model" / "config.json").exists():
+            _build_lookup(task, layout, cell.seed_len, out, steps)
     return out / "model"
+
+
+def _build_lookup(task, layout: str, seed_len: int, out: Path, steps: int) -> None:
+    s = TrainSettings(method=layout, seed_len=seed_len, steps=steps, lr=1e-3,
+                      warmup_steps=200, eval_every=500, seed=0, **ARCH)
+    _, report = pretrain_lookup(task, s, out_dir=out, resume=True,
+                                on_eval=lambda p: print(json.dumps(p), flush=True))
+    if report["stopped_early"]:
+        sys.exit("the lookup stage stopped early: rerun")
 
 
 def run_cell(a) -> dict:

@@ -143,6 +143,25 @@ def test_diffusion_generation_fills_answer_span():
     assert len(out) == 4 and all(a and "<mask>" not in a for a in out)
 
 
+def test_diffusion_planner_sets_the_unmasking_order_and_is_refused_elsewhere():
+    run = _untrained_run("diffusion")
+    prompts = ["abc <q>"] * 8
+
+    def fill(planner, seed):
+        return generate_answers(run, prompts, temperature=0.0, planner=planner,
+                                generator=torch.Generator().manual_seed(seed))
+
+    # Greedy values: with a confidence order nothing is random; the paper's random order
+    # depends on the draws.
+    assert fill("top_prob", 0) == fill("top_prob", 1)
+    assert fill(None, 0) != fill(None, 1) and fill(None, 0) == fill("random", 0)
+    with pytest.raises(ValueError, match="unknown planner"):
+        fill("nope", 0)
+    for method in ("ntp", "diffusion-uniform"):
+        with pytest.raises(ValueError, match="planner"):
+            generate_answers(_untrained_run(method), prompts, temperature=1.0,
+                             planner="top_prob")
+
 def _mean_loss(run, net, batches=20):
     from icml25.creativity.methods import METHODS
 

@@ -278,6 +278,9 @@ def evaluate(
         "model: its card's).")] = None,
     top_k: Annotated[int | None, typer.Option(min=1, help="Top-k sampling (off by default).")]
     = None,
+    planner: Annotated[str | None, typer.Option(
+        help="Absorbing diffusion's unmasking order: random (the paper's, default), top_prob, "
+        "top_margin, entropy (icml25.mdm's planners).")] = None,
     seed: Annotated[int, typer.Option(min=0)] = 0,
     answers_out: Annotated[Path | None, typer.Option("--answers", help="Save generations.")]
     = None,
@@ -323,12 +326,15 @@ def evaluate(
         raise typer.BadParameter(str(exc), param_hint="--device") from None
     try:
         answers = generate_answers(run, prompts, temperature=temperature, top_k=top_k,
+                                   planner=planner,
                                    generator=torch.Generator(device=where).manual_seed(seed))
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     report = Scorer(run.task, run.train).score(answers, skip_errors=False).summary()
     report.update(task=run.task.name, method=run.method, seed_len=run.seed_len,
                   temperature=temperature, top_k=top_k)
+    if planner is not None:
+        report["planner"] = planner
     if answers_out is not None:
         answers_out.write_text("".join(f"{p}\t{a}\n" for p, a in zip(prompts, answers,
                                                                         strict=True)))

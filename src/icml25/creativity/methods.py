@@ -155,8 +155,8 @@ class Method(ABC):
     @abstractmethod
     def answers(self, model, vocab: Vocab, x: torch.Tensor, answer_len: int, *,
                 temperature: float, top_k: int | None, steps: int | None,
-                generator: torch.Generator | None) -> list[str]:
-        ...
+                generator: torch.Generator | None, planner: str | None = None) -> list[str]:
+        """``planner``: the unmasking order (absorbing diffusion only; default random)."""
 
 
 class _Causal(Method):
@@ -176,7 +176,11 @@ class _Causal(Method):
         x, y = batch
         return F.cross_entropy(net(x).flatten(0, 1), y.flatten(), ignore_index=IGNORE)
 
-    def answers(self, model, vocab, x, answer_len, *, temperature, top_k, steps, generator):
+    def answers(self, model, vocab, x, answer_len, *, temperature, top_k, steps, generator,
+                planner=None):
+        if planner is not None:
+            raise ValueError("a planner (unmasking order) is for absorbing diffusion; causal "
+                             "models decode left to right")
         model.eval()
         banned = _banned(vocab)
         p = x.shape[1]
@@ -227,13 +231,16 @@ class _Absorbing(Method):
         noisy, tokens, masked, t, maskable = batch
         return mdm_loss(net(noisy), tokens, masked, t, maskable)
 
-    def answers(self, model, vocab, x, answer_len, *, temperature, top_k, steps, generator):
+    def answers(self, model, vocab, x, answer_len, *, temperature, top_k, steps, generator,
+                planner=None):
         if top_k is not None:
             raise ValueError("top-k is not defined for the masked diffusion sampler")
         tokens, maskable, start = _span(model, vocab, x, 0)
+        # The paper's sampler reveals positions in random order; mdm's adaptive planners
+        # (top probability, margin, ...) choose the most confident position first.
         filled = mdm_sample(model, tokens, maskable, steps=steps or answer_len,
-                            planner="random", temperature=temperature, mask_id=vocab.mask,
-                            generator=generator)
+                            planner=planner or "random", temperature=temperature,
+                            mask_id=vocab.mask, generator=generator)
         return [vocab.decode_answer(row[start:].tolist()) for row in filled]
 
 
@@ -262,9 +269,13 @@ class _Uniform(Method):
     def loss(self, net, batch, vocab):
         return self.process(vocab).loss_at(net, *batch)
 
-    def answers(self, model, vocab, x, answer_len, *, temperature, top_k, steps, generator):
+    def answers(self, model, vocab, x, answer_len, *, temperature, top_k, steps, generator,
+                planner=None):
         if top_k is not None:
             raise ValueError("top-k is not defined for the uniform diffusion sampler")
+        if planner is not None:
+            raise ValueError("uniform diffusion updates every position at every step: it has "
+                             "no unmasking order (planner)")
         tokens, maskable, start = _span(model, vocab, x, self.prefix)
         filled = self.process(vocab).sample(model, tokens, maskable, steps=steps or 2 * answer_len,
                                             temperature=temperature, generator=generator)

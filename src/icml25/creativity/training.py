@@ -21,6 +21,7 @@ from icml25.creativity.lookup import LookupModel
 from icml25.creativity.methods import IGNORE, METHODS, Method, Vocab, build_rows, get_method
 from icml25.creativity.scoring import Scorer
 from icml25.creativity.tasks import EDGE, Example, Task, make_seeds, make_task, parse_line
+from icml25.mdm.planners import check_planner
 from icml25.nn import TrainConfig, Transformer, TransformerConfig, is_main_process, train
 from icml25.nn.device import inference_batch_size, place, resolve_device
 
@@ -446,11 +447,12 @@ def fresh_prompts(run: Run, n: int, rng: np.random.Generator) -> list[str]:
 @torch.no_grad()
 def generate_answers(run: Run, prompts: Sequence[str], *, temperature: float = 0.0,
                      top_k: int | None = None, diffusion_steps: int | None = None,
-                     generator: torch.Generator | None = None,
+                     planner: str | None = None, generator: torch.Generator | None = None,
                      batch_size: int | None = None, device: str | None = None) -> list[str]:
     """One answer per prompt: greedy at ``temperature=0``, else sampled (``top_k`` optional;
     off by default). Diffusion models fill the answer span (``diffusion_steps`` denoising
-    steps: absorbing default one per answer token, uniform two).
+    steps: absorbing default one per answer token, uniform two); absorbing diffusion unmasks
+    in random order (the paper's) unless ``planner`` names one of :data:`icml25.mdm.PLANNERS`.
 
     ``device`` moves the model there first (default: where it is); ``batch_size`` defaults to
     what suits it (512 on the CPU). Draws are made where ``generator`` lives."""
@@ -458,6 +460,8 @@ def generate_answers(run: Run, prompts: Sequence[str], *, temperature: float = 0
         raise ValueError("temperature must be >= 0")
     if top_k is not None and top_k < 1:
         raise ValueError("top_k must be >= 1 (or None for no top-k)")
+    if planner is not None:
+        check_planner(planner)  # an unknown name fails here, before any generation
     method = get_method(run.method)
     where = place(run.model, device)
     batch_size = batch_size or inference_batch_size(run.model, where, GENERATE_BATCH)
@@ -470,14 +474,14 @@ def generate_answers(run: Run, prompts: Sequence[str], *, temperature: float = 0
         x = torch.tensor(ids, device=where)
         out += method.answers(run.model, run.vocab, x, run.task.answer_len,
                               temperature=temperature, top_k=top_k, steps=diffusion_steps,
-                              generator=generator)
+                              generator=generator, planner=planner)
     return out
 
 
 def evaluate_model(run: Run, *, scorer: Scorer | None = None, n: int = 1024,
                    temperature: float | None = None, top_k: int | None = None,
-                   rng: np.random.Generator | None = None, seed: int = 0,
-                   device: str | None = None) -> dict:
+                   planner: str | None = None, rng: np.random.Generator | None = None,
+                   seed: int = 0, device: str | None = None) -> dict:
     """Score ``n`` generations, one per fresh test prompt, made on ``device`` (default: where
     the model is; its random draws are made there too).
 
@@ -492,7 +496,9 @@ def evaluate_model(run: Run, *, scorer: Scorer | None = None, n: int = 1024,
     where = place(run.model, device)
     gen = torch.Generator(device=where).manual_seed(int(rng.integers(2**31)))
     answers = generate_answers(run, prompts, temperature=temperature, top_k=top_k,
-                               generator=gen)
+                               planner=planner, generator=gen)
     report = scorer.score(answers, skip_errors=False).summary()  # empty output = incoherent
     report.update(temperature=temperature, top_k=top_k, seed_len=run.seed_len)
+    if planner is not None:
+        report["planner"] = planner
     return report
