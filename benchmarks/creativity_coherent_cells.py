@@ -164,6 +164,8 @@ def best(results: list[dict]) -> tuple[str, list[dict]]:
 CLAIMS = (
     ("multi-token more creative than NTP", "teacherless-seed", "ntp-seed", "creativity", +1),
     ("multi-token more creative than NTP", "diffusion-null", "ntp-seed", "creativity", +1),
+    ("multi-token more creative than NTP", "diffusion-uniform-null", "ntp-seed", "creativity",
+     +1),
     ("seed-conditioning at least as creative as temperature sampling", "ntp-seed:greedy",
      "ntp-null", "creativity", 0),
     ("at a fixed temperature, adding a seed does not hurt", "ntp-seed:T=0.5", "ntp-null:T=0.5",
@@ -172,6 +174,7 @@ CLAIMS = (
      "creativity", 0),
     ("multi-token memorises less", "ntp-seed", "teacherless-seed", "memorization", +1),
     ("multi-token memorises less", "ntp-seed", "diffusion-null", "memorization", +1),
+    ("multi-token memorises less", "ntp-seed", "diffusion-uniform-null", "memorization", +1),
 )
 MARGIN = 0.02
 COHERENCE_BAR = 0.9  # a claim is judged only between cells this coherent (issue 26)

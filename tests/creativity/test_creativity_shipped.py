@@ -60,9 +60,8 @@ REAL = shipped.shipped_names()
 
 
 def test_line_and_circle_models_are_shipped_with_cards():
-    # Circle's diffusion cell has not run yet (docs/creativity.md).
     for name in ("line-ntp", "circle-ntp", "line-teacherless", "circle-teacherless",
-                 "line-diffusion"):
+                 "line-diffusion", "circle-diffusion"):
         assert name in REAL
     for name in REAL:
         card = shipped.shipped_card(name)
