@@ -136,6 +136,7 @@ class Method(ABC):
     causal = False
     prefix = 0
     default_temperature = 1.0  # what ``evaluate`` uses unless told
+    has_order = False  # does the sampler choose which position to fill next (a planner)?
 
     def vocab(self, task: Task) -> Vocab:
         return Vocab(task.vocab())
@@ -156,7 +157,7 @@ class Method(ABC):
     def answers(self, model, vocab: Vocab, x: torch.Tensor, answer_len: int, *,
                 temperature: float, top_k: int | None, steps: int | None,
                 generator: torch.Generator | None, planner: str | None = None) -> list[str]:
-        """``planner``: the unmasking order (absorbing diffusion only; default random)."""
+        """``planner``: the unmasking order (methods with ``has_order``; default random)."""
 
 
 class _Causal(Method):
@@ -178,9 +179,6 @@ class _Causal(Method):
 
     def answers(self, model, vocab, x, answer_len, *, temperature, top_k, steps, generator,
                 planner=None):
-        if planner is not None:
-            raise ValueError("a planner (unmasking order) is for absorbing diffusion; causal "
-                             "models decode left to right")
         model.eval()
         banned = _banned(vocab)
         p = x.shape[1]
@@ -218,6 +216,7 @@ def _span(model, vocab: Vocab, x: torch.Tensor, prefix: int):
 
 class _Absorbing(Method):
     name = "diffusion"
+    has_order = True
 
     def rows(self, task, seqs, vocab, rng):
         return _span_rows(seqs, vocab, 0)
@@ -273,9 +272,6 @@ class _Uniform(Method):
                 planner=None):
         if top_k is not None:
             raise ValueError("top-k is not defined for the uniform diffusion sampler")
-        if planner is not None:
-            raise ValueError("uniform diffusion updates every position at every step: it has "
-                             "no unmasking order (planner)")
         tokens, maskable, start = _span(model, vocab, x, self.prefix)
         filled = self.process(vocab).sample(model, tokens, maskable, steps=steps or 2 * answer_len,
                                             temperature=temperature, generator=generator)

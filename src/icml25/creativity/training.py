@@ -460,9 +460,12 @@ def generate_answers(run: Run, prompts: Sequence[str], *, temperature: float = 0
         raise ValueError("temperature must be >= 0")
     if top_k is not None and top_k < 1:
         raise ValueError("top_k must be >= 1 (or None for no top-k)")
-    if planner is not None:
-        check_planner(planner)  # an unknown name fails here, before any generation
     method = get_method(run.method)
+    if planner is not None:  # checked here, once, before any generation
+        if not method.has_order:
+            raise ValueError(f"a planner (unmasking order) is for absorbing diffusion; "
+                             f"{run.method} has no order to choose")
+        check_planner(planner)
     where = place(run.model, device)
     batch_size = batch_size or inference_batch_size(run.model, where, GENERATE_BATCH)
     out: list[str] = []
