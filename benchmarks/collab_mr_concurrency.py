@@ -1,6 +1,6 @@
 """MR for N candidates: all N × S branches concurrently vs one candidate after another.
 
-Claim (issue 8, "Speed"): computing the multiturn-aware reward for N candidates with S samples
+Claim: computing the multiturn-aware reward for N candidates with S samples
 over a window of w turns against an endpoint with fixed latency takes about
 (2w + 1) × latency (w rounds of user + assistant, then one judge call), not N × that.
 The baseline scores candidates one after another (samples still in parallel), the way the

@@ -5,7 +5,7 @@ test (the rest), one LogisticRegression is fitted on the training part and every
 calibrated on the same calibration points and evaluated on the same test points. Reported per
 score and rule: coverage, mean set size, share of empty sets, worst-class coverage.
 
-``aps (old, inclusive)`` is the behaviour before issue 27: s = mass *including* the true label,
+``aps (old, inclusive)`` is the earlier behaviour: s = mass *including* the true label,
 set {k : cumulative mass including k <= lambda} (empty when the top label's mass exceeds lambda).
 ``crepes (class_cond)`` is the crepes package's class-conditional hinge classifier, for reference,
 when installed.
@@ -32,7 +32,7 @@ from icml25.conformal.scores import APS, RAPS, ClassificationScore, NormalizedRe
 
 
 class OldInclusiveAPS(ClassificationScore):
-    """The pre-issue-27 APS: cumulative mass including the label itself."""
+    """The earlier (inclusive) APS: cumulative mass including the label itself."""
 
     name = "aps-old"
 

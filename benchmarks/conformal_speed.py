@@ -1,4 +1,4 @@
-"""Issue 27 point 7: the two synthetic tables at full scale, as whole processes, old code vs new.
+"""The two synthetic tables at full scale, as whole processes, old code vs new.
 
 Runs ``python -m icml25 reproduce conformal-binomial --full`` and
 ``... conformal-heteroskedastic --full`` as separate processes, alternating an older checkout
@@ -8,7 +8,7 @@ times, and records wall times and old/new ratios measured side by side on the sa
 every subsystem's experiments, which ``reproduce`` does before running anything) so that the
 part this subsystem controls can be read off.
 
-The target (issue 27): both processes <= 10.5 s together on an idle 2-core machine, i.e. 30x the
+The target: both processes <= 10.5 s together on an idle 2-core machine, i.e. 30x the
 official code's 315 s (aim 60x, 5.25 s).
 
     .venv/bin/python benchmarks/conformal_speed.py --old-src /tmp/conf-old/src [--repeats 3]

@@ -1,4 +1,4 @@
-"""Issue 27 point 8: our conformal methods beside MAPIE and crepes, on the same splits.
+"""Our conformal methods beside MAPIE and crepes, on the same splits.
 
 Data bundled with scikit-learn (no download): diabetes (regression, 442 rows) and digits
 (classification, 1,797 rows). For each of ``--splits`` random splits into train / calibration /

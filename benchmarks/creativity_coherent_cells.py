@@ -177,7 +177,7 @@ CLAIMS = (
     ("multi-token memorises less", "ntp-seed", "diffusion-uniform-null", "memorization", +1),
 )
 MARGIN = 0.02
-COHERENCE_BAR = 0.9  # a claim is judged only between cells this coherent (issue 26)
+COHERENCE_BAR = 0.9  # a claim is judged only between cells this coherent
 
 
 def verdict(lo: float, hi: float, direction: int) -> str:

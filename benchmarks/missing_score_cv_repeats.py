@@ -1,7 +1,7 @@
 """Does averaging the CV loss over repeated K-fold splits (``MissingScoreGGMCV(n_repeats=R)``)
 make the penalty choice less dependent on the split, and closer to the best penalty?
 
-Issue 28's setting: d = 20, n = 500, 30% MCAR, star and random sparse (p_edge = 0.1) graphs,
+The selection setting: d = 20, n = 500, 30% MCAR, star and random sparse (p_edge = 0.1) graphs,
 method iw, 20 penalties, 5 folds, the class default (Shao's CV, covariance-preconditioned
 loss, minimum). Per graph and seed: one all-rows path fit (the estimator's candidates), then
 the class's own ``_cv`` with ``n_repeats=--splits`` on that path (as

@@ -84,7 +84,7 @@ def main():
             print(json.dumps(rows[-1]), flush=True)
     if a.only == "baselines":
         return
-    # the CV penalty choice, issue 28's setting (d = 20, n = 500, 30% MCAR, star graph)
+    # the CV penalty choice (d = 20, n = 500, 30% MCAR, star graph)
     sys.path.insert(0, "benchmarks")
     from missing_score_selection import problem
 

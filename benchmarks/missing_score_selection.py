@@ -1,4 +1,4 @@
-"""Issue 28's penalty-selection targets, every rule measured side by side on the same fits.
+"""The penalty-selection targets, every rule measured side by side on the same fits.
 
 Setting: d = 20, n = 500, 30% MCAR, star and random sparse (p_edge = 0.1) graphs. Per seed:
 
@@ -16,7 +16,7 @@ Setting: d = 20, n = 500, 30% MCAR, star and random sparse (p_edge = 0.1) graphs
   leave-many-out CV), the loss preconditioned by the training fold's covariance),
   ``cv-shao-plain`` (the same, plain loss), ``cv-path-cov`` (ordinary K-fold: refit on four
   folds, score on one; preconditioned loss), ``cv-path-gauss`` (ordinary K-fold, plain loss:
-  the default before session 12),
+  the earlier default),
   ``cv-fold-gauss`` (``--with-cv-fold``: each fold's own path, Gaussian refit, K + 1 fits)
   and ``cv`` (``--with-cv``: each fold's own path, score-matching refit; the first CV);
 - sklearn's GraphicalLassoCV on mean-imputed standardised data.
@@ -70,8 +70,8 @@ def _cv_choices(c: dict, name: str, X, adj, seed, path_polish, full=None, **kw) 
     from icml25.missing_score.selection import one_se_index
 
     t0 = time.perf_counter()
-    # one K-fold split, as in the tables of docs/missing_score.md (the class default became
-    # five splits in session 14: benchmarks/missing_score_cv_repeats.py)
+    # one K-fold split, as in the tables of docs/missing_score.md (the class default is
+    # five splits: benchmarks/missing_score_cv_repeats.py)
     cv = MissingScoreGGMCV(random_state=seed, selection="cv", path_polish=path_polish,
                            n_repeats=1, **kw)
     if full is not None and kw.get("candidates") == "path":

@@ -1,4 +1,4 @@
-"""What an added review form costs a page (issue 29, point 3): the submission page for a venue
+"""What an added review form costs a page: the submission page for a venue
 on the built-in form and for the same venue with six added fields (every kind, both stages,
 all audiences, every answer filled), measured side by side in one process, alternating, median
 of ``--rounds`` (SQLite, the view cache on as in production); and the chairs' form page.

@@ -3,12 +3,12 @@
 
 50 concurrent users for 60 s mix page views (venue and submission JSON views, 60 %), review
 submissions (25 %) and author feedback updates (15 %). Prints p50/p95/p99 latency per kind,
-throughput and the error count. Target (issue 10): p95 < 300 ms for page views, zero errors.
+throughput and the error count. Target: p95 < 300 ms for page views, zero errors.
 
 ``--burst N``: instead of the closed loop, fire N review submissions at once (one request each,
 all in flight together) and report the status counts, the share of fast 503s (with
 ``Retry-After``), the latency of the acknowledged writes and, from a separate process that
-requests ``GET /login`` every 50 ms throughout, its p95 (target, issue 22: 0 responses with
+requests ``GET /login`` every 50 ms throughout, its p95 (target: 0 responses with
 status 500, >= 95 % acknowledged or 503, ``GET /login`` p95 < 1 s).
 
 ``--think S``: each user waits uniformly 0.5 S to 1.5 S between requests, like a person
@@ -18,7 +18,7 @@ fires its next request the moment the last one returns, so latency measures the 
     .venv/bin/python benchmarks/review_load.py            # local PostgreSQL (ICML25_TEST_PG_URL)
     .venv/bin/python benchmarks/review_load.py --users 10 --seconds 10 --workers 2
     .venv/bin/python benchmarks/review_load.py --client raw --mix views   # page views alone
-    .venv/bin/python benchmarks/review_load.py --burst 500    # issue 22's burst target
+    .venv/bin/python benchmarks/review_load.py --burst 500    # the burst target
     .venv/bin/python benchmarks/review_load.py --burst 500 --sqlite
 """
 
@@ -355,7 +355,7 @@ def run_burst(port: int, plan: dict, n: int, rounds: int = 1) -> dict:
 
 def report_burst(res: dict, n: int, rounds: int, workers: int,
                  backend: str = "PostgreSQL") -> bool:
-    """Print the burst figures; True when issue 22's target is met."""
+    """Print the burst figures; True when the burst target is met."""
     st, total = res["statuses"], sum(res["statuses"].values())
     ok = sum(v for k, v in st.items() if isinstance(k, int) and 200 <= k < 300)
     busy = st.get(503, 0)
@@ -506,7 +506,7 @@ def main() -> None:
                     help="mean seconds a user waits between requests (0: saturation test)")
     ap.add_argument("--mix", choices=sorted(VIEW_SHARE), default="mixed",
                     help="mixed: 60 %% views, 25 %% review writes, 15 %% feedback; views: "
-                    "page views only (issue 22's saturation throughput of page views)")
+                    "page views only (saturation throughput of page views)")
     ap.add_argument("--server-log", default=os.devnull, help="server stderr goes here")
     ap.add_argument("--burst", type=int, default=0, metavar="N",
                     help="fire N review submissions at once instead of the closed loop")

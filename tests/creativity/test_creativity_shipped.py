@@ -100,7 +100,7 @@ def _target_case(name: str):
 
 @pytest.mark.parametrize("name", [_target_case(x) for x in REAL if x.endswith("-ntp")])
 def test_shipped_ntp_reaches_the_coherence_target(name):
-    """Issue 26's target: NTP coherence >= 0.9 on 1,024 generations, greedy on the fixed
+    """The coherence target: NTP coherence >= 0.9 on 1,024 generations, greedy on the fixed
     fresh-seed prompts of prompt seed 0 (the card's own evaluation, which this repeats)."""
     card = shipped.shipped_card(name)["evaluation"]
     rep = evaluate_model(load_run(shipped.shipped_dir(name)), n=1024, seed=0, temperature=0.0)

@@ -1,4 +1,4 @@
-"""The authority's rules for issue 29's new roles and files, stated independently of the code
+"""The authority's rules for the later roles and files, stated independently of the code
 (pure: Facts in, allowed or not out): senior area chairs over area chairs, sub-reviewers, the
 camera-ready version and the supplementary material, and who may publish a profile. Each
 persona is checked for what it must do AND for what it must NOT see or do."""

@@ -1,4 +1,4 @@
-"""A configurable review form in a real browser (Playwright with Debian's Chromium; issue 29,
+"""A configurable review form in a real browser (Playwright with Debian's Chromium;
 point 3): a chair adds a stage-2 score field, a reviewer fills it, and the author sees it only
 after rating every review. Screenshots go to ``$ICML25_ARTIFACTS_DIR/review-browser``."""
 

@@ -1,4 +1,5 @@
-"""Issue 29's points 6 and 7 driven in a real browser (Playwright with Debian's Chromium):
+"""Camera-ready, senior area chairs and sub-reviewers driven in a real browser (Playwright with
+Debian's Chromium):
 upload camera-ready (and supplementary material), a chair putting an area chair under a senior
 area chair who then manages that paper, and a reviewer inviting a sub-reviewer who writes the
 review. Screenshots go to ``$ICML25_ARTIFACTS_DIR/review-browser`` (``roles-*.png``)."""

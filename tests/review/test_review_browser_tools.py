@@ -1,4 +1,4 @@
-"""The chair, reviewer and author tools of issue 29 driven in a real browser (Playwright with
+"""The chair, reviewer and author tools driven in a real browser (Playwright with
 Debian's Chromium): one flow per test, each on a venue seeded through the service layer.
 Screenshots go to ``$ICML25_ARTIFACTS_DIR/review-browser`` (named ``tools-*.png``)."""
 

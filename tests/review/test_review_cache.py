@@ -1,4 +1,4 @@
-"""The view cache (issue 22, saturation throughput): views run few queries, and a write
+"""The view cache: views run few queries, and a write
 acknowledged to anyone is seen at once by every worker (two apps with their own engines and
 caches on one database stand for two worker processes).
 

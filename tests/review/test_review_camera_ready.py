@@ -1,4 +1,4 @@
-"""Camera-ready versions and supplementary material (issue 29, point 6): only the authors of a
+"""Camera-ready versions and supplementary material: only the authors of a
 paper with an accepting decision type upload the camera-ready PDF, only before the venue's
 camera-ready deadline, checked like the submission's PDF; the supplementary material is one
 zip, checked by content and size-limited by a setting, readable by whoever may read the

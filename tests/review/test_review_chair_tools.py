@@ -1,4 +1,4 @@
-"""Chair, reviewer and author tools of the web UI (issue 29, first part): ratings are never
+"""Chair, reviewer and author tools of the web UI: ratings are never
 recorded by default, scores show their scale, the admin page speaks in words and pages its logs."""
 
 from __future__ import annotations

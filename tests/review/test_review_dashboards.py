@@ -1,4 +1,4 @@
-"""The chairs' submissions table (issue 29, point 4): reviews done of assigned, missing and late
+"""The chairs' submissions table: reviews done of assigned, missing and late
 reviewers, mean score and spread, author ratings; search, sort, CSV export; chairs only, and a
 conflicted chair sees nothing of their papers."""
 

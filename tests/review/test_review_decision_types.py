@@ -1,4 +1,4 @@
-"""Custom decision types per venue (issue 29, point 6, first part): a venue's list is validated
+"""Custom decision types per venue: a venue's list is validated
 in one place, decisions accept only its keys, authors read the label at notification, a type in
 use cannot be dropped, only chairs change the list; migration 0005 keeps accept / reject."""
 

@@ -1,4 +1,4 @@
-"""Configurable, versioned review forms per venue (issue 29, point 3): the definitions are
+"""Configurable, versioned review forms per venue: the definitions are
 checked in one place; the authority decides every added field by its stage and audience (the
 two-stage rule holds for them: a stage-2 field never reaches authors before they rated); a
 review keeps the form version it was written with; the default form is today's fixed form;

@@ -1,4 +1,4 @@
-"""Load without collapse (issue 22): the settings in one place, the admission control in front
+"""Load without collapse: the settings in one place, the admission control in front
 of the connection pool (against a toy ASGI app), and a burst of 500 concurrent review submits on
 ``icml25 review serve --workers 2`` (loopback only, bounded in count and time), followed by a
 SIGKILL mid-burst, on SQLite and PostgreSQL."""
@@ -276,7 +276,7 @@ def _load_benchmark():  # noqa: ANN202
     return review_load
 
 
-BURST = 500  # issue 22's target size; takes ~5 s per backend on a 2-core machine
+BURST = 500  # the burst target's size; takes ~5 s per backend on a 2-core machine
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -306,7 +306,7 @@ def _marker(r: m.Review) -> str:
 
 
 def test_burst_of_500_review_submits_on_two_workers_then_sigkill(burst_url, tmp_path):
-    """Issue 22's target: 0 responses with status 500, >= 95 % acknowledged or a fast 503 with
+    """The burst target: 0 responses with status 500, >= 95 % acknowledged or a fast 503 with
     Retry-After, no request waits 30 s, GET /login p95 < 1 s during the burst; then a second
     burst is cut by SIGKILL and after a restart every acknowledged write is there, whole."""
     rl = _load_benchmark()

@@ -1,4 +1,4 @@
-"""Regression tests for the holes an outside probe found (issue 22), one test per finding, and
+"""Regression tests for the holes an outside probe found, one test per finding, and
 the route-table test: every route of the app asks the one authority.
 
 Each test failed on the code before the fix (noted per test)."""
@@ -313,7 +313,7 @@ def _csrf(client) -> str:
     return csrf_of(client.get("/login").text)
 
 
-# --- issue 30, point 8: the API docs work offline --------------------------------------------
+# --- the API docs work offline --------------------------------------------
 def test_api_docs_load_swagger_ui_from_the_installed_package(client):
     page = client.get("/api/v1/docs")
     assert page.status_code == 200

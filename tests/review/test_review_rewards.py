@@ -51,7 +51,7 @@ def test_badges_top10_top30_and_on_time():
 
 def test_no_rank_badge_while_the_score_is_withheld_from_its_owner():
     """Under 3 author ratings a reviewer's own page withholds the score (to protect the
-    raters); a public "top 10 %" would reveal it, so no rank badge either (issue 29)."""
+    raters); a public "top 10 %" would reveal it, so no rank badge either."""
     best = [ReviewFacts(0, author_rating=5)] * 2  # two excellent ratings only
     rest = [ReviewFacts(u, author_rating=2 + u % 3) for u in range(1, 11) for _ in range(3)]
     badges = award_badges(venue_scores(best + rest))

@@ -1,4 +1,4 @@
-"""Reviewer rewards in the UI (issue 29, point 8) and the demo's closed venue (point 9): the
+"""Reviewer rewards in the UI and the demo's closed venue (point 9): the
 quality score and its parts, badges, credential downloads, the public verification page and
 reviewer profiles."""
 
@@ -57,7 +57,7 @@ def test_a_reviewer_sees_parts_and_badges_and_anyone_verifies_a_credential(
     web_login(client, holder.email, DEMO_PASSWORD)
     page = client.get("/me/rewards")
     assert page.status_code == 200 and "Top 10% reviewer" in page.text
-    # a rank badge is never held while its owner's score is withheld (issue 29)
+    # a rank badge is never held while its owner's score is withheld
     assert "A: authors' ratings of your reviews" in page.text
     assert "Not shown yet" not in page.text
     got = client.get(f"/me/badges/{badge.id}/credential.json")

@@ -1,4 +1,4 @@
-"""Senior area chairs and sub-reviewers (issue 29, point 7) on a real database, through the
+"""Senior area chairs and sub-reviewers on a real database, through the
 services and the API: a SAC sees and manages the papers of the ACs they oversee and no more
 (conflicts still apply); a sub-reviewer invited by a reviewer sees that one paper and writes
 the inviter's review; the chair sees who they are, everyone else a pseudonym."""

@@ -1,6 +1,6 @@
 """``icml25 review serve --workers N``: every worker has its own listening socket
 (SO_REUSEPORT), so keep-alive clients are spread over the workers; a worker that dies is
-replaced; SIGTERM stops them all; a port that is taken is a one-line error (issue 22)."""
+replaced; SIGTERM stops them all; a port that is taken is a one-line error."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ PERSONAS = {
     "author": dict(is_author=True, conflicted=True, authored_in_venue=True),
     "outsider": dict(),
     "site_admin": dict(is_admin=True),
-    # issue 29, point 7: the paper's area chair is under this senior area chair; a sub-reviewer
+    # the paper's area chair is under this senior area chair; a sub-reviewer
     # invited for this paper (the review in these facts is not the one they write)
     "sac": dict(venue_roles=frozenset({Role.SAC}), is_senior_ac=True),
     "sac_conflicted": dict(venue_roles=frozenset({Role.SAC}), is_senior_ac=True,
@@ -180,7 +180,7 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
         return persona == "chair" and phase is P.DECISION
     if action in (Action.ADVANCE_PHASE, Action.MANAGE_MEMBERS, Action.VIEW_ADMIN):
         return persona in ("chair", "chair_conflicted")
-    # issue 10 (rewards): AC rating of a submitted review from feedback until decision;
+    # rewards: AC rating of a submitted review from feedback until decision;
     # badges are awarded once, at notification
     if action is Action.RATE_REVIEW:
         return persona in ("chair", "ac_assigned", "sac") and \
@@ -211,7 +211,7 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
         return False  # no ratings in these facts (tested on its own below)
     if action is Action.CREATE_VENUE:
         return persona == "site_admin"
-    # issue 29 (review forms): an added field with these facts' defaults (stage 1, shown to
+    # review forms: an added field with these facts' defaults (stage 1, shown to
     # authors) reads like stage 1; the form is read by the committee, changed by chairs
     # until reviews go to the authors (every field x stage x audience: test_review_forms.py)
     if action is Action.VIEW_REVIEW_FIELD:
@@ -221,7 +221,7 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
         return persona not in ("author", "outsider", "site_admin", "subreviewer")
     if action is Action.MANAGE_REVIEW_FORM:
         return persona in ("chair", "chair_conflicted") and i < CHAIN.index(P.FEEDBACK)
-    # issue 29, points 6 and 7
+    # camera-ready and the later roles
     if action is Action.PUBLISH_PROFILE:
         return True  # any verified account
     if action is Action.UPLOAD_CAMERA_READY:

@@ -256,7 +256,7 @@ class MissingScoreGGMCV(BaseEstimator):
         ``n_repeats=1``) whose held-out losses are averaged: the choice then depends less on
         one split of the rows. With ``candidates="path"`` the path is still fitted once; only
         the refits repeat (5 repeats: about 4x the time of one split at d = 20, n = 500).
-        Default 5 since session 14: one split's choice moved by 0.030 F1 per star graph
+        Default 5: one split's choice moved by 0.030 F1 per star graph
         between splits (seeds 20-24), five splits' by 0.000, at the same mean F1
         (docs/missing_score.md, "Repeated splits"); ``n_repeats=1`` is the earlier default.
     refit : {"gaussian", "support", None}

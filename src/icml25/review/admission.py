@@ -1,5 +1,5 @@
 """Admission control: a bounded number of requests in flight per worker, a short queue, and a
-fast ``503`` with ``Retry-After`` beyond that (issue 22).
+fast ``503`` with ``Retry-After`` beyond that.
 
 Why it is needed. Sync routes and sync dependencies run in anyio's thread pool (40 threads per
 process). A request takes a connection in its first dependency (the session lookup) and needs a

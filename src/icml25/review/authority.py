@@ -79,11 +79,11 @@ class Action(StrEnum):
     VIEW_PROFILE = "view_profile"  # someone's public reviewer profile
     VIEW_PUBLIC = "view_public"  # pages that show no data: login, register, API schema
     PUBLISH_PROFILE = "publish_profile"  # make one's reviewer profile public (or private)
-    # after the decision (issue 29, point 6)
+    # after the decision
     UPLOAD_CAMERA_READY = "upload_camera_ready"
     UPLOAD_SUPPLEMENTARY = "upload_supplementary"
     DOWNLOAD_SUPPLEMENTARY = "download_supplementary"
-    # roles (issue 29, point 7)
+    # roles
     ASSIGN_AREA_CHAIR = "assign_area_chair"  # assign or unassign a paper's area chair
     INVITE_SUBREVIEWER = "invite_subreviewer"
     WRITE_DELEGATED_REVIEW = "write_delegated_review"  # a sub-reviewer writes the inviter's
@@ -153,12 +153,12 @@ class Facts:
     # the added review-form field asked about (VIEW_REVIEW_FIELD): its stage and audience
     field_stage: int = 1
     field_audience: str = Audience.AUTHORS.value
-    # roles (issue 29, point 7)
+    # roles
     is_senior_ac: bool = False  # a senior area chair overseeing the paper's area chair
     is_subreviewer: bool = False  # invited for this paper by a reviewer still assigned to it
     delegated_review: bool = False  # the target review is that of the viewer's inviter
     own_invitation: bool = False  # the target sub-reviewer was invited by the viewer
-    # after the decision (issue 29, point 6)
+    # after the decision
     accepted: bool = False  # the paper's decision is of a type that accepts it
     camera_ready_closed: bool = False  # the venue's camera-ready deadline has passed
 
@@ -216,7 +216,7 @@ def facts_for(viewer: Viewer, b: Bundle | None, phase: Phase | None = None, *,
 
 
 def _role_facts(viewer: Viewer, b: Bundle, review, subreviewer) -> dict:  # noqa: ANN001
-    """Senior area chair and sub-reviewer facts (issue 29, point 7)."""
+    """Senior area chair and sub-reviewer facts."""
     uid = viewer.user_id
     out: dict = {}
     if viewer.oversees and Role.SAC in viewer.venue_roles:

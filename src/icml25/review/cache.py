@@ -1,4 +1,4 @@
-"""The view cache (issue 22): facts and loaded rows kept between requests, never served stale.
+"""The view cache: facts and loaded rows kept between requests, never served stale.
 
 What it holds, per worker process and database engine: the loaded :class:`Bundle` of each
 submission, and per-account facts (venue roles, the submissions one authors or is assigned to).

@@ -61,7 +61,7 @@ def default_text(kind: str, **ctx: object) -> str:
 
 
 # the demo venues' review form: a stage-2 score authors see after rating, and a comment
-# only the area chair and chairs read (issue 29, point 3)
+# only the area chair and chairs read
 DEMO_FORM = (
     {"key": "reproducibility", "label": "Reproducibility", "kind": "score", "stage": 2,
      "required": True, "options": ["not reproducible", "partly", "fully"]},

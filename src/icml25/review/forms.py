@@ -1,4 +1,4 @@
-"""Configurable, versioned review forms per venue (issue 29, point 3; pure).
+"""Configurable, versioned review forms per venue (pure).
 
 A venue's review form is the paper's six fixed fields (:data:`CORE_FIELDS`: summary, strengths
 and questions in stage 1; weaknesses, score and confidence in stage 2 -- what the two-stage

@@ -1,4 +1,4 @@
-"""After the decision (issue 29, point 6): the venue's camera-ready deadline, the camera-ready
+"""After the decision: the venue's camera-ready deadline, the camera-ready
 PDF of an accepted paper and the supplementary material (one zip per paper). Who may upload
 and download, and until when, is the authority's (``UPLOAD_CAMERA_READY``,
 ``UPLOAD_SUPPLEMENTARY``, ``DOWNLOAD_PDF``, ``DOWNLOAD_SUPPLEMENTARY``)."""

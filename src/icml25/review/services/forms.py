@@ -1,4 +1,4 @@
-"""A venue's review form (issue 29, point 3): its committee reads it, its chairs save new
+"""A venue's review form: its committee reads it, its chairs save new
 versions (until reviews go to the authors); a review is written with the current version and
 keeps it once submitted (``Reviewing.save_review``)."""
 

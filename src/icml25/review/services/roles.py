@@ -1,4 +1,4 @@
-"""Roles (issue 29, point 7): senior area chairs over area chairs, and sub-reviewers invited by
+"""Roles: senior area chairs over area chairs, and sub-reviewers invited by
 a reviewer for one paper.
 
 * A **senior area chair** (venue role ``sac``) oversees the area chairs a program chair puts

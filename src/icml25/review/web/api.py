@@ -383,7 +383,7 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
         public()
         return p.verify_credential(body)
 
-    from icml25.review.web.role_api import add_role_routes  # issue 29, points 6 and 7
+    from icml25.review.web.role_api import add_role_routes  # camera-ready and the later roles
 
     add_role_routes(app)
     return app

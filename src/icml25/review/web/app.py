@@ -51,11 +51,11 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     # API's requests (most of them under load) then skip the ~40 page routes
     app.mount("/api/v1", api_app)
     app.include_router(pages())
-    app.include_router(tool_pages())  # issue 29's chair, reviewer and author tools
-    app.include_router(role_pages())  # issue 29's camera-ready, senior ACs, sub-reviewers
+    app.include_router(tool_pages())  # the chair, reviewer and author tools
+    app.include_router(role_pages())  # camera-ready, senior ACs, sub-reviewers
     _handlers(app, html=True)
     _handlers(api_app, html=False)
-    from icml25.review.admission import install  # bounded concurrency, fast 503 (issue 22)
+    from icml25.review.admission import install  # bounded concurrency, fast 503
 
     return SecurityHeaders(install(app, settings),  # type: ignore[return-value]
                            settings.max_request_bytes)

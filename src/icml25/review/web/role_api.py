@@ -1,4 +1,4 @@
-"""The JSON API of issue 29's points 6 and 7 (camera-ready and supplementary material, senior
+"""The JSON API of the later roles and files (camera-ready and supplementary material, senior
 area chairs, sub-reviewers), added to the ``/api/v1`` app by :func:`add_role_routes`. Every
 route calls one service method; the services ask the authority."""
 

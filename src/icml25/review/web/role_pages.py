@@ -1,4 +1,4 @@
-"""Pages of issue 29's points 6 and 7: camera-ready and supplementary uploads and downloads,
+"""Pages of the later roles and files: camera-ready and supplementary uploads and downloads,
 the venue's senior area chairs and camera-ready deadline (chairs), the senior area chair's
 console, sub-reviewer invitations and the sub-reviewer's review form. Routes stay thin: parse a
 typed form, call one service method, render or redirect; the services ask the authority."""

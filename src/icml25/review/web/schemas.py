@@ -393,7 +393,7 @@ class VerifyOut(BaseModel):
     reason: str | None = None
 
 
-# ---------------------------------------------------------------------- issue 29, points 6 and 7
+# ----------------------------------------------------------------------- camera-ready and roles
 class DeadlineForm(_Form):
     deadline: str = Field(default="", max_length=40)
 

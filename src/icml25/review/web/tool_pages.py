@@ -1,4 +1,4 @@
-"""Pages of the chair, reviewer and author tools (issue 29): the assignment workbench's pin and
+"""Pages of the chair, reviewer and author tools: the assignment workbench's pin and
 forbid form, the chairs' submissions table and its CSV export, the reviewer's rewards page and
 credential downloads, public reviewer profiles and the credential verification page. Routes
 stay thin: parse a typed form, call one service method, render or redirect; the services ask

@@ -1,4 +1,4 @@
-"""Versions for the view cache (issue 22): ``submissions.version``, bumped with every change to
+"""Versions for the view cache: ``submissions.version``, bumped with every change to
 a submission or its rows, and the one-row ``view_epoch``, changed with every change to accounts,
 memberships, venues, authors and assignments (see icml25/review/cache.py).
 

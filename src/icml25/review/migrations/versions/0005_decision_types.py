@@ -1,4 +1,4 @@
-"""Custom decision types per venue (issue 29): ``venues.decision_types``, a JSON list of
+"""Custom decision types per venue: ``venues.decision_types``, a JSON list of
 {key, label, accepted}; existing venues keep accept / reject.
 
 Revision ID: 0005

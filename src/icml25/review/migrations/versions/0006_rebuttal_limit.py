@@ -1,4 +1,4 @@
-"""A rebuttal length limit per venue (issue 29): ``venues.max_rebuttal_chars``, the most characters
+"""A rebuttal length limit per venue: ``venues.max_rebuttal_chars``, the most characters
 of one response to one review (5,000 by default).
 
 Revision ID: 0006

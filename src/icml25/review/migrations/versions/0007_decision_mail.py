@@ -1,4 +1,4 @@
-"""The decision e-mail per venue (issue 29): ``venues.decision_mail``, a template with the fields
+"""The decision e-mail per venue: ``venues.decision_mail``, a template with the fields
 {number}, {title}, {venue} and {decision}; empty means the platform's default text.
 
 Revision ID: 0007

@@ -1,4 +1,4 @@
-"""Configurable, versioned review forms (issue 29, point 3): the table
+"""Configurable, versioned review forms: the table
 ``review_form_versions`` (one row per saved version of a venue's form), the venue's newest
 version (``venues.review_form_version``; 0, the built-in form) and, per review, the version it
 is written with (``reviews.form_version``; 0 for every existing review) and its answers to the

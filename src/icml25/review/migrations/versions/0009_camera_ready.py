@@ -1,4 +1,4 @@
-"""Camera-ready and supplementary material (issue 29, point 6): the venue's camera-ready
+"""Camera-ready and supplementary material: the venue's camera-ready
 deadline, and per submission the camera-ready PDF and the supplementary zip (path, SHA-256,
 size; the camera-ready's upload time).
 

@@ -1,4 +1,4 @@
-"""Roles (issue 29, point 7): senior area chairs over area chairs (``senior_area_chairs``: one
+"""Roles: senior area chairs over area chairs (``senior_area_chairs``: one
 SAC per AC and venue) and sub-reviewers invited by a reviewer for one paper (``subreviewers``).
 The role ``sac`` itself is a membership like the others (no schema change).
 

@@ -1,4 +1,4 @@
-"""Load test of issue 29's web pages: 50 users with think time on ``icml25 review serve
+"""Load test of the tool and role web pages: 50 users with think time on ``icml25 review serve
 --workers 2`` (PostgreSQL; ``--sqlite`` for a file), reusing review_load.py's server, CPU and
 database helpers (its own core loop is left alone).
 
@@ -15,12 +15,12 @@ role, one after the other, waiting 0.5-1.5 x ``--think`` seconds between them:
 * a senior area chair: their console and a paper of theirs; a sub-reviewer: the paper they
   write for; anyone: the credential verification page.
 
-Prints p50/p95/p99 per page and over all pages. Target (issue 29): p95 < 300 ms at 50 users with
+Prints p50/p95/p99 per page and over all pages. Target: p95 < 300 ms at 50 users with
 think time, zero errors.
 
-    .venv/bin/python benchmarks/review_load_pages29.py                  # 50 users, think 1 s, 60 s
-    .venv/bin/python benchmarks/review_load_pages29.py --users 10 --seconds 10 --sqlite
-    .venv/bin/python benchmarks/review_load_pages29.py --cpu   # CPU per page, in process
+    .venv/bin/python benchmarks/review_load_tool_pages.py               # 50 users, think 1 s, 60 s
+    .venv/bin/python benchmarks/review_load_tool_pages.py --users 10 --seconds 10 --sqlite
+    .venv/bin/python benchmarks/review_load_tool_pages.py --cpu   # CPU per page, in process
 
 ``--cpu`` measures what a shared machine's latency hides: the CPU time of each page, served in
 process (FastAPI's test client, SQLite), the best of 6 batches of 8 requests, next to the JSON
@@ -272,7 +272,7 @@ def main() -> None:
                 kill_server(server)
     total = sum(len(v) for v in lat.values())
     backend = "SQLite" if args.sqlite else "PostgreSQL"
-    print(f"issue 29 pages: {args.users} users (think {args.think:g} s), {args.seconds:.0f} s, "
+    print(f"tool pages: {args.users} users (think {args.think:g} s), {args.seconds:.0f} s, "
           f"{args.workers} workers, {backend}: {total} requests ({total / args.seconds:.0f}/s), "
           f"{len(errors)} errors")
     for kind, xs in sorted(lat.items()):
