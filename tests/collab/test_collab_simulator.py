@@ -121,7 +121,7 @@ def test_repeated_http_500_bounded_wait_over_real_http():
     assert turn.fallback and turn.text == sim.fallback_message
     assert len(turn.failures) == 2 and all("call failed" in f for f in turn.failures)
     assert srv.requests == 2 * FAST.max_attempts
-    assert elapsed < 2 * FAST.worst_case_s
+    assert elapsed < 30  # bounded (the anchor stalls 60 s); generous, so a busy machine passes
 
 
 def test_transient_error_then_success():

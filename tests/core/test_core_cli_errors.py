@@ -1,4 +1,4 @@
-"""The command line's error contract (issue 30): one line naming the extra on a core-only
+"""The command line's error contract: one line naming the extra on a core-only
 install, `missing-score` and `missing_score` alike, and exit codes that say a command failed."""
 
 from __future__ import annotations

@@ -203,7 +203,7 @@ def test_full_reproduction_trains_every_phase_then_evaluates(tmp_path, monkeypat
 
 
 def test_an_answer_that_breaks_the_rules_is_not_printed_as_a_solution():
-    # before: the grid alone, indistinguishable from a solution (issue 24)
+    # before: the grid alone, indistinguishable from a solution
     from icml25.mdm.sudoku_mdm import SolveResult
 
     grid = "1" * 81
