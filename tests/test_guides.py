@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from test_readme import blocks
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

@@ -82,7 +82,7 @@ def serve(host: str = typer.Option("127.0.0.1", envvar="ICML25_HOST"),
                                       "each has its own connection pool and request limit"),
           database_url: str | None = DB_OPT) -> None:
     """Serve the web UI and API (applies migrations first). Every other setting comes from
-    ``ICML25_*`` environment variables (docs/review.md, "Settings")."""
+    ``ICML25_*`` environment variables (docs/review-operators.md, "Settings")."""
     import os
 
     from icml25.core import require_extra

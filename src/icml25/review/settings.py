@@ -3,7 +3,7 @@
 Each field ``name`` is read from the environment variable ``ICML25_<NAME>`` by
 :meth:`Settings.from_env` (what the server and the CLI use); ``Settings(...)`` built directly
 takes only what it is given plus the defaults below, so tests stay independent of the caller's
-environment. docs/review.md ("Settings") has the table of all of them.
+environment. docs/review-operators.md ("Settings") has the table of all of them.
 """
 
 from __future__ import annotations
