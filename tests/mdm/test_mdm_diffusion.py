@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from icml25.mdm.objective import mask_tokens, mdm_loss
-from icml25.mdm.planners import certainty, reveal_counts, select_top_k
+from icml25.mdm.planners import K_SCHEDULES, PLANNERS, select_top_k
 from icml25.mdm.sampler import sample
 
 
@@ -55,28 +55,29 @@ def test_elbo_loss_is_unbiased_for_the_mean_token_cross_entropy():
 
 def test_top_margin_picks_the_largest_margin_and_ignores_unmasked():
     probs = torch.tensor([[[0.5, 0.5, 0.0], [0.9, 0.1, 0.0], [0.6, 0.2, 0.2], [1.0, 0.0, 0.0]]])
-    scores = certainty(probs, "top_margin")
+    scores = PLANNERS["top_margin"](probs, None)
     assert torch.allclose(scores, torch.tensor([[0.0, 0.8, 0.4, 1.0]]))
     eligible = torch.tensor([[True, True, True, False]])  # position 3 is already revealed
     chosen = select_top_k(scores, eligible, torch.tensor([2]))
     assert chosen.tolist() == [[False, True, True, False]]
-    assert certainty(probs, "top_prob").argmax().item() == 3
-    assert certainty(probs, "entropy")[0, 3] > certainty(probs, "entropy")[0, 0]
+    assert PLANNERS["top_prob"](probs, None).argmax().item() == 3
+    assert PLANNERS["entropy"](probs, None)[0, 3] > PLANNERS["entropy"](probs, None)[0, 0]
 
 
 def test_select_top_k_never_exceeds_eligible_even_with_large_k():
     scores = torch.randn(3, 6)
     eligible = torch.tensor([[1, 0, 1, 0, 0, 0], [0] * 6, [1] * 6], dtype=torch.bool)
-    chosen = select_top_k(scores, eligible, torch.tensor([5, 2, 6]), noise=0.5)
+    chosen = select_top_k(scores, eligible, torch.tensor([5, 2, 6]))
     assert chosen.sum(1).tolist() == [2, 0, 6] and not (chosen & ~eligible).any()
 
 
+@pytest.mark.parametrize("schedule", ["linear", "dream"])
 @pytest.mark.parametrize("blanks,steps", [(55, 50), (3, 50), (81, 7), (50, 50)])
-def test_expected_schedule_sums_to_the_blanks(blanks, steps):
+def test_deterministic_schedules_sum_to_the_blanks(blanks, steps, schedule):
     n = torch.tensor([blanks])
     total = 0
     for step in range(steps):
-        k = reveal_counts(n, steps - step)
+        k = K_SCHEDULES[schedule](n, step, steps, None)
         assert k.item() >= 0
         total += k.item()
         n = n - k
@@ -85,7 +86,7 @@ def test_expected_schedule_sums_to_the_blanks(blanks, steps):
 
 def test_binomial_counts_match_the_expected_count_on_average():
     g = torch.Generator().manual_seed(3)
-    k = reveal_counts(torch.full((20000,), 40), 8, "binomial", g).float()
+    k = K_SCHEDULES["binomial"](torch.full((20000,), 40), 0, 8, g).float()
     assert abs(k.mean().item() - 5.0) < 0.05
 
 

@@ -7,7 +7,7 @@ from torch import nn
 
 from icml25.mdm import generate
 from icml25.mdm.decoding import Generation
-from icml25.mdm.planners import PLANNERS, certainty
+from icml25.mdm.planners import PLANNERS, check_planner
 from icml25.mdm.remask import REMASK_SCHEDULES, Cap, Conf, Rescale, check_remask
 
 transformers = pytest.importorskip("transformers")
@@ -95,13 +95,15 @@ def one_hot_logits(probs):
 
 def test_planners_on_hand_made_probabilities():
     probs = torch.tensor([[[0.5, 0.5, 0.0], [0.9, 0.1, 0.0], [0.6, 0.2, 0.2], [0.4, 0.3, 0.3]]])
-    assert certainty(probs, "top_margin").argmax().item() == 1
-    assert torch.allclose(certainty(probs, "top_margin"), torch.tensor([[0.0, 0.8, 0.4, 0.1]]))
-    assert certainty(probs, "top_prob")[0].tolist() == pytest.approx([0.5, 0.9, 0.6, 0.4])
-    ent = certainty(probs, "entropy")[0]
+    margin = check_planner("top_margin")(probs, None)
+    assert margin.argmax().item() == 1
+    assert torch.allclose(margin, torch.tensor([[0.0, 0.8, 0.4, 0.1]]))
+    top = check_planner("top_prob")(probs, None)[0]
+    assert top.tolist() == pytest.approx([0.5, 0.9, 0.6, 0.4])
+    ent = check_planner("entropy")(probs, None)[0]
     assert ent.argmax().item() == 1 and ent.argmin().item() == 3  # negative entropy
     with pytest.raises(ValueError, match="planner"):
-        certainty(probs, "best")
+        check_planner("best")
 
 
 @pytest.mark.parametrize("planner, order", [

@@ -21,14 +21,13 @@ import importlib
 
 _TORCH_NAMES = {
     "generate": "decoding",
+    "generate_stream": "decoding",
     "Generation": "decoding",
     "K_SCHEDULES": "planners",
     "REMASK_SCHEDULES": "remask",
     "mask_tokens": "objective",
     "mdm_loss": "objective",
     "PLANNERS": "planners",
-    "certainty": "planners",
-    "reveal_counts": "planners",
     "select_top_k": "planners",
     "sample": "sampler",
     "SolveResult": "sudoku_mdm",

@@ -13,7 +13,12 @@ decoder reveals the K highest-scoring masked positions, optionally after adding
 
 A K schedule (:data:`K_SCHEDULES`) is an explicit choice of the caller, never derived from the
 planner: ``linear`` reveals the vanilla sampler's expected count, rounded so the counts sum to
-the masked positions; ``binomial`` draws vanilla's own random count.
+the masked positions; ``binomial`` draws vanilla's own random count; ``dream`` is Dream's
+``floor(n (1 - s/t))`` on its ``linspace(1, eps, steps + 1)`` times.
+
+Planner scores with Gumbel noise, ``score + noise * G``, choose the top K as a draw without
+replacement from ``softmax(score / noise)`` would (the Gumbel-top-k trick); that is how Dream's
+``alg_temp`` maps onto ``noise``.
 """
 
 from __future__ import annotations
@@ -57,49 +62,73 @@ PLANNERS: dict[str, Scorer] = {
 
 
 def check_planner(planner: str) -> Scorer:
-    """The scoring function of ``planner``, or a ValueError naming the choices."""
+    """The scoring function of ``planner``, or a ValueError naming the choices.
+
+    Examples
+    --------
+    >>> probs = torch.tensor([[[0.5, 0.5], [0.9, 0.1]]])
+    >>> check_planner("top_margin")(probs, None)
+    tensor([[0.0000, 0.8000]])
+    """
     try:
         return PLANNERS[planner]
     except (KeyError, TypeError):
         raise ValueError(f"unknown planner {planner!r}; choose one of {tuple(PLANNERS)}") from None
 
 
-def certainty(probs: torch.Tensor, planner: str, generator: torch.Generator | None = None):
-    """Score (B, L) from probabilities (B, L, V); larger = reveal sooner."""
-    return check_planner(planner)(probs, generator)
+KSchedule = Callable[[torch.Tensor, int, int, "torch.Generator | None"], torch.Tensor]
 
 
-def _linear(n_masked: torch.Tensor, steps_left: int, generator) -> torch.Tensor:
+def _linear(n_masked: torch.Tensor, step: int, steps: int, generator) -> torch.Tensor:
+    """``ceil(n / steps_left)``: the vanilla sampler's expected count under the linear schedule
+    (the paper's App. D.1.2, K = n (alpha_s - alpha_t) / (1 - alpha_t) = n / steps_left), rounded
+    so the counts sum to ``n``; at least one while any is masked. Over a block it equals LLaDA's
+    ``get_num_transfer_tokens`` (the remainder spread over the first steps)."""
+    steps_left = steps - step
     remaining = torch.div(n_masked * (steps_left - 1), steps_left, rounding_mode="floor")
-    return n_masked - remaining  # = ceil(n / steps_left): at least one while any is masked
+    return n_masked - remaining
 
 
-def _binomial(n_masked: torch.Tensor, steps_left: int, generator) -> torch.Tensor:
+def _binomial(n_masked: torch.Tensor, step: int, steps: int, generator) -> torch.Tensor:
+    """``K ~ Binomial(n, 1 / steps_left)``: the vanilla sampler's own random count."""
     where = generator.device if generator is not None else n_masked.device
-    p = torch.full(n_masked.shape, 1.0 / steps_left, device=where)
+    p = torch.full(n_masked.shape, 1.0 / (steps - step), device=where)
     counts = torch.binomial(n_masked.float().to(where), p, generator=generator)
     return counts.long().to(n_masked.device)
 
 
-K_SCHEDULES = {"linear": _linear, "binomial": _binomial}
+DREAM_EPS = 1e-3
 
 
-def check_k_schedule(name: str):
+def _dream(n_masked: torch.Tensor, step: int, steps: int, generator) -> torch.Tensor:
+    """Dream's count: times ``t_i = linspace(1, eps, steps + 1)``, ``K = floor(n (1 - t_{i+1} /
+    t_i))`` (float32, as Dream computes it), everything left at the last step; may be 0."""
+    if step == steps - 1:
+        return n_masked.clone()
+    t = torch.linspace(1, DREAM_EPS, steps + 1)
+    ratio = (1 - t[step + 1] / t[step]).to(n_masked.device)
+    return (n_masked.float() * ratio).long()
+
+
+K_SCHEDULES: dict[str, KSchedule] = {"linear": _linear, "binomial": _binomial, "dream": _dream}
+
+
+def check_k_schedule(name: str) -> KSchedule:
+    """The K schedule ``name`` of :data:`K_SCHEDULES`: a function ``(n_masked, step, steps,
+    generator)`` giving how many of the ``n_masked`` positions step ``step`` (0-based) of
+    ``steps`` reveals; a ValueError names the choices.
+
+    Examples
+    --------
+    >>> k = check_k_schedule("linear")
+    >>> int(k(torch.tensor([32]), 0, 5, None)[0])  # 32 masks in 5 steps: 7, 7, 6, 6, 6
+    7
+    """
     try:
         return K_SCHEDULES[name]
     except (KeyError, TypeError):
         raise ValueError(
             f"unknown K schedule {name!r}; choose one of {tuple(K_SCHEDULES)}") from None
-
-
-def reveal_counts(n_masked: torch.Tensor, steps_left: int, mode: str = "linear",
-                  generator: torch.Generator | None = None) -> torch.Tensor:
-    """How many positions each row reveals this step (``mode``: a :data:`K_SCHEDULES` name;
-    ``expected`` is an old name of ``linear``)."""
-    if steps_left < 1:
-        raise ValueError("steps_left must be >= 1")
-    return check_k_schedule("linear" if mode == "expected" else mode)(
-        n_masked, steps_left, generator)
 
 
 def gumbel(shape, generator: torch.Generator | None = None,
@@ -110,14 +139,18 @@ def gumbel(shape, generator: torch.Generator | None = None,
     return -torch.log(-torch.log(u))
 
 
-def select_top_k(scores: torch.Tensor, eligible: torch.Tensor, k: torch.Tensor,
-                 noise: float = 0.0, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Boolean (B, L): the ``k[b]`` highest ``scores`` among ``eligible`` positions of row b.
+def select_top_k(scores: torch.Tensor, eligible: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """Boolean (B, L): the ``k[b]`` highest ``scores`` among ``eligible`` positions of row b
+    (ties: the leftmost first).
 
     Ineligible positions get -inf (never +inf: that would quietly turn Top-K into random order).
+
+    Examples
+    --------
+    >>> select_top_k(torch.tensor([[0.1, 0.9, 0.5]]), torch.tensor([[True, False, True]]),
+    ...              torch.tensor([1]))
+    tensor([[False, False,  True]])
     """
-    if noise:
-        scores = scores + noise * gumbel(scores.shape, generator, scores)
     scores = scores.masked_fill(~eligible, float("-inf"))
     order = scores.argsort(dim=1, descending=True, stable=True)
     rank = torch.empty_like(order)

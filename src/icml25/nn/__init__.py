@@ -7,7 +7,7 @@ require_extra("torch", "torch")
 
 from icml25.nn.device import inference_batch_size, resolve_device  # noqa: E402
 from icml25.nn.flops import matmul_peak_flops, training_flops  # noqa: E402
-from icml25.nn.model import Transformer, TransformerConfig  # noqa: E402
+from icml25.nn.model import KVCache, Transformer, TransformerConfig  # noqa: E402
 from icml25.nn.precision import PRECISIONS  # noqa: E402
 from icml25.nn.trainer import (  # noqa: E402
     TrainConfig,
@@ -17,6 +17,6 @@ from icml25.nn.trainer import (  # noqa: E402
     train,
 )
 
-__all__ = ["PRECISIONS", "TrainConfig", "TrainState", "Transformer", "TransformerConfig",
+__all__ = ["PRECISIONS", "KVCache", "TrainConfig", "TrainState", "Transformer", "TransformerConfig",
            "cosine_lr", "inference_batch_size", "is_main_process", "matmul_peak_flops",
            "resolve_device", "train", "training_flops"]

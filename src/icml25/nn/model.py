@@ -22,6 +22,11 @@ that starts at zero, so a block can read what the block below computed at the po
 left (a lookup's result carried onto the next token) without a previous-token head. Zero at the
 start, it can be added to a trained model without changing its function (``init_from``).
 
+``kv_cache`` (a :class:`KVCache`) lets a decoder run the model on a slice of the sequence while
+the keys and values of the other positions come from an earlier full pass (the block cache of
+masked-diffusion decoding, Fast-dLLM). Models with ``token_shift`` or ``layer_shift`` read the
+position to the left of the slice and cannot (``supports_kv_cache``).
+
 Saved as ``model.safetensors`` + ``config.json`` (``save`` / ``Transformer.load``).
 """
 
@@ -88,6 +93,37 @@ def _apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torc
     return out.flatten(-2)
 
 
+class KVCache:
+    """Every layer's attention keys and values ``(B, heads, T, head_dim)`` for a whole sequence.
+
+    Filled by a full pass ``model(ids, kv_cache=cache)`` on an empty cache; a later
+    ``model(ids[:, start:stop], kv_cache=cache, start=start)`` computes the slice afresh and takes
+    the keys and values of every other position from the cache (which it does not change).
+
+    >>> m = Transformer(TransformerConfig(vocab_size=10, seq_len=8, d_model=16, n_layers=2,
+    ...                                   n_heads=2, causal=True))
+    >>> ids = torch.randint(0, 10, (1, 8))
+    >>> cache = KVCache()
+    >>> full = m(ids, kv_cache=cache)
+    >>> torch.allclose(m(ids[:, 5:], kv_cache=cache, start=5), full[:, 5:], atol=1e-5)
+    True
+    """
+
+    def __init__(self) -> None:
+        self.layers: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def __len__(self) -> int:
+        """Positions held (0 when empty)."""
+        return self.layers[0][0].shape[2] if self.layers else 0
+
+    def clear(self) -> None:
+        self.layers = []
+
+    def select(self, rows: torch.Tensor) -> None:
+        """Keep only the batch rows ``rows`` (an index or boolean tensor)."""
+        self.layers = [(k[rows], v[rows]) for k, v in self.layers]
+
+
 class Block(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
@@ -102,7 +138,11 @@ class Block(nn.Module):
             nn.Linear(cfg.d_model, d_ff), nn.GELU(), nn.Linear(d_ff, cfg.d_model))
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None):
+    def forward(self, x: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None,
+                past: tuple[torch.Tensor, torch.Tensor] | None = None, start: int = 0,
+                record: list | None = None):
+        """``past``: this layer's cached keys and values of the whole sequence, of which ``x``
+        is the slice ``[start, start + t)``; ``record`` collects this layer's fresh ones."""
         b, t, d = x.shape
         h = self.cfg.n_heads
         hidden = self.ln1(x)
@@ -111,9 +151,21 @@ class Block(nn.Module):
         q, k, v = self.qkv(hidden).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
         if rotary is not None:
             cos, sin = rotary
-            q, k = _apply_rotary(q, cos[:t], sin[:t]), _apply_rotary(k, cos[:t], sin[:t])
+            cos, sin = cos[start:start + t], sin[start:start + t]
+            q, k = _apply_rotary(q, cos, sin), _apply_rotary(k, cos, sin)
+        if record is not None:
+            record.append((k, v))
         p = self.cfg.dropout if self.training else 0.0
-        att = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=self.cfg.causal)
+        if past is None:
+            att = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=self.cfg.causal)
+        else:  # keys/values (b, h, T, hd): cached outside the slice, fresh inside
+            k = torch.cat([past[0][:, :, :start], k, past[0][:, :, start + t:]], 2)
+            v = torch.cat([past[1][:, :, :start], v, past[1][:, :, start + t:]], 2)
+            mask = None
+            if self.cfg.causal:  # query start+i sees keys 0..start+i
+                mask = (torch.arange(k.shape[2], device=x.device)[None]
+                        <= torch.arange(start, start + t, device=x.device)[:, None])
+            att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         x = x + self.drop(self.proj(att.transpose(1, 2).reshape(b, t, d)))
         return x + self.drop(self.mlp(self.ln2(x)))
 
@@ -166,28 +218,54 @@ class Transformer(nn.Module):
         elif isinstance(module, nn.Embedding):
             nn.init.normal_(module.weight, std=0.02)
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        return self.head(self.hidden(idx))
+    def forward(self, idx: torch.Tensor, *, kv_cache: KVCache | None = None,
+                start: int = 0) -> torch.Tensor:
+        """Logits ``(B, T, out_size)``. With an empty ``kv_cache``, also fill it with every
+        layer's keys and values; with a filled one, ``idx`` is the slice ``[start, start + T)``
+        of the cached sequence (see :class:`KVCache`)."""
+        return self.head(self.hidden(idx, kv_cache=kv_cache, start=start))
 
-    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+    @property
+    def supports_kv_cache(self) -> bool:
+        """Whether :class:`KVCache` slices work (not with ``token_shift``/``layer_shift``)."""
+        return not (self.cfg.token_shift or self.cfg.layer_shift)
+
+    def hidden(self, idx: torch.Tensor, *, kv_cache: KVCache | None = None,
+               start: int = 0) -> torch.Tensor:
         """The final normalised hidden states ``(B, T, d_model)`` that the head reads (an
         auxiliary head can read them too)."""
         if idx.dim() != 2:
             raise ValueError(f"expected token ids of shape (batch, seq), got {tuple(idx.shape)}")
         t = idx.shape[1]
-        if t > self.cfg.seq_len:
-            raise ValueError(f"sequence length {t} exceeds the model's seq_len {self.cfg.seq_len}")
+        filling = kv_cache is not None and not kv_cache.layers
+        if kv_cache is not None:
+            if not self.supports_kv_cache:
+                raise ValueError("a model with token_shift or layer_shift cannot use a KV cache")
+            if filling and start:
+                raise ValueError("an empty KV cache is filled from the whole sequence (start=0)")
+            if not filling and not (0 <= start and start + t <= len(kv_cache)):
+                raise ValueError(f"slice [{start}, {start + t}) lies outside the cached "
+                                 f"{len(kv_cache)} positions")
+        elif start:
+            raise ValueError("start needs a filled kv_cache")
+        if start + t > self.cfg.seq_len:
+            raise ValueError(f"sequence length {start + t} exceeds the model's seq_len "
+                             f"{self.cfg.seq_len}")
         x = self.tok(idx)
         if self.prev_tok is not None:  # position 0 has no previous token
             x = x + F.pad(self.prev_tok(idx[:, :-1]), (0, 0, 1, 0))
         if self.pos is not None:
-            x = x + self.pos(torch.arange(t, device=idx.device))
+            x = x + self.pos(torch.arange(start, start + t, device=idx.device))
         for i, table in enumerate(self.groups):
-            x = x + table(getattr(self, f"group_ids_{i}")[:t])
+            x = x + table(getattr(self, f"group_ids_{i}")[start:start + t])
         x = self.drop(x)
         rotary = (self.rot_cos, self.rot_sin) if self.pos is None else None
-        for block in self.blocks:
-            x = block(x, rotary)
+        record = [] if filling else None
+        for i, block in enumerate(self.blocks):
+            past = kv_cache.layers[i] if kv_cache is not None and not filling else None
+            x = block(x, rotary, past, start, record)
+        if filling:
+            kv_cache.layers = record
         return self.ln_f(x)
 
     def num_params(self) -> int:
