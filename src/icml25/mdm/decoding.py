@@ -161,25 +161,33 @@ class _HFPrefixCache(_Forward):
 
     kind = "prefix"
 
-    def __init__(self, model, attention) -> None:
+    def __init__(self, model, attention, argument: str) -> None:
         super().__init__(model, attention)
-        self.past = None
+        self.past, self.argument = None, argument  # past_key_values (named cache in 5.x)
 
     def __call__(self, x, attention, lo, hi, fresh):
         if self.kind is None:
             return super().__call__(x, attention, lo, hi, fresh)
         if fresh or self.past is None:
             out = self._full(x, attention, use_cache=True)
-            self.past = getattr(out, "past_key_values", None)
+            self.past = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
             if self.past is None or not hasattr(self.past, "crop"):
                 self.kind = None  # this model cannot cache: decode as without
             else:
-                self.past.crop(lo)
+                self._cut(lo)
             return _as_logits(out, x.shape)[:, lo:hi]
-        kwargs = {"past_key_values": self.past, "use_cache": True}
+        kwargs = {self.argument: self.past, "use_cache": True}
         out = self._full(x[:, lo:], attention, **kwargs)
-        self.past.crop(lo)
+        self._cut(lo)
         return _as_logits(out, x[:, lo:].shape)[:, :hi - lo]
+
+
+    def _cut(self, lo: int) -> None:
+        """Keep the first ``lo`` positions (a negative ``crop`` removes from the end, in every
+        transformers version that has ``crop``)."""
+        extra = self.past.get_seq_length() - lo
+        if extra > 0:
+            self.past.crop(-extra)
 
 
 def _forward_for(model: nn.Module, cache: str | None, attention) -> _Forward:
@@ -187,8 +195,10 @@ def _forward_for(model: nn.Module, cache: str | None, attention) -> _Forward:
     if cache is not None:
         if getattr(model, "supports_kv_cache", False) and _takes(model, "kv_cache"):
             return _NNCache(model, attention, cache)
-        if cache == "prefix" and _takes(model, "past_key_values") and _takes(model, "use_cache"):
-            return _HFPrefixCache(model, attention)
+        if cache == "prefix" and _takes(model, "use_cache"):
+            for argument in ("past_key_values", "cache"):
+                if _takes(model, argument):
+                    return _HFPrefixCache(model, attention, argument)
     return _Forward(model, attention)
 
 

@@ -23,6 +23,7 @@ replacement from ``softmax(score / noise)`` would (the Gumbel-top-k trick); that
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -100,12 +101,13 @@ def _binomial(n_masked: torch.Tensor, step: int, steps: int, generator) -> torch
 DREAM_EPS = 1e-3
 
 
-def _dream(n_masked: torch.Tensor, step: int, steps: int, generator) -> torch.Tensor:
+def _dream(n_masked: torch.Tensor, step: int, steps: int, generator,
+           eps: float = DREAM_EPS) -> torch.Tensor:
     """Dream's count: times ``t_i = linspace(1, eps, steps + 1)``, ``K = floor(n (1 - t_{i+1} /
     t_i))`` (float32, as Dream computes it), everything left at the last step; may be 0."""
     if step == steps - 1:
         return n_masked.clone()
-    t = torch.linspace(1, DREAM_EPS, steps + 1)
+    t = torch.linspace(1, eps, steps + 1)
     ratio = (1 - t[step + 1] / t[step]).to(n_masked.device)
     return (n_masked.float() * ratio).long()
 
@@ -124,11 +126,19 @@ def check_k_schedule(name: str) -> KSchedule:
     >>> int(k(torch.tensor([32]), 0, 5, None)[0])  # 32 masks in 5 steps: 7, 7, 6, 6, 6
     7
     """
+    if isinstance(name, str) and name.startswith("dream:"):  # Dream's count with another eps
+        try:
+            eps = float(name.split(":", 1)[1])
+        except ValueError:
+            eps = -1.0
+        if not 0.0 < eps < 1.0:
+            raise ValueError(f"K schedule {name!r}: eps must be in (0, 1)")
+        return functools.partial(_dream, eps=eps)
     try:
         return K_SCHEDULES[name]
     except (KeyError, TypeError):
-        raise ValueError(
-            f"unknown K schedule {name!r}; choose one of {tuple(K_SCHEDULES)}") from None
+        raise ValueError(f"unknown K schedule {name!r}; choose one of {tuple(K_SCHEDULES)} "
+                         "(or 'dream:EPS')") from None
 
 
 def gumbel(shape, generator: torch.Generator | None = None,
