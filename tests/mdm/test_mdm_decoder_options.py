@@ -283,3 +283,16 @@ def test_dream_adapter_returns_history_and_calls_the_logits_hook(prompt):
                          generation_logits_hook_func=hook)
     assert out.sequences.shape == (3, 16) and len(out.history) == 8
     assert steps_seen == list(range(8)) and not (out.sequences == MASK).any()
+
+
+def test_generate_text_prints_the_prompt_then_the_blocks():
+    from typer.testing import CliRunner
+
+    from icml25.mdm.cli import app
+
+    result = CliRunner().invoke(app, ["generate-text", "def f(x):", "--gen-length", "16",
+                                      "--steps", "4", "--block-length", "8", "--cache", "dual"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("def f(x):") and len(result.output) > len("def f(x):") + 1
+    bad = CliRunner().invoke(app, ["generate-text", "x", "--gen-length", "300"])
+    assert bad.exit_code != 0

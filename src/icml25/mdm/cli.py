@@ -358,3 +358,58 @@ def evaluate(
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     print(json.dumps(report, indent=2))
+
+
+@app.command("generate-text")
+def generate_text(
+    prompt: Annotated[str, typer.Argument(help="The text to continue (bytes; the shipped model "
+                                               "knows Python source).")],
+    gen_length: Annotated[int, typer.Option(min=1, help="Bytes to generate.")] = 128,
+    steps: Annotated[int | None, typer.Option(
+        min=1, help="Forward passes at most (default: gen-length).")] = None,
+    block_length: Annotated[int, typer.Option(min=1, help="Semi-autoregressive block.")] = 32,
+    planner: Planner = "top_prob",
+    cache: Annotated[str | None, typer.Option(help="Block KV cache: prefix | dual.")] = None,
+    threshold: Annotated[float | None, typer.Option(
+        min=0.0, max=1.0, help="Parallel decoding: also reveal every byte this sure.")] = None,
+    temperature: Annotated[float, typer.Option(min=0.0)] = 0.0,
+    top_k: Annotated[int | None, typer.Option(min=1)] = None,
+    top_p: Annotated[float | None, typer.Option(min=0.0, max=1.0)] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random draws.")] = 0,
+    model: Annotated[Path | None, typer.Option(help="Model folder (default: shipped text MDM).")
+                     ] = None,
+    device: Device = "auto",
+) -> None:
+    """Continue PROMPT with the text MDM, printing each block as soon as it is decided."""
+    import torch
+
+    from icml25.mdm.decoding import generate_stream
+    from icml25.mdm.model_io import load_model
+    from icml25.mdm.text_data import MASK, PAD
+
+    try:
+        net = load_model(model, "text")
+    except FileNotFoundError as exc:
+        _err(f"error: {exc}")
+        raise typer.Exit(2) from None
+    _place(net, device)
+    ids = list(prompt.encode())
+    room = net.cfg.seq_len - gen_length
+    if room < 1:
+        raise typer.BadParameter(f"at most {net.cfg.seq_len - 1} bytes fit the model's context",
+                                 param_hint="--gen-length")
+    ids = ids[-room:]  # the model's context holds the prompt's end
+    gen = torch.Generator().manual_seed(seed)
+    try:
+        stream = generate_stream(net, [ids], mask_id=MASK, pad_id=PAD, gen_length=gen_length,
+                                 steps=steps or gen_length, block_length=block_length,
+                                 planner=planner, cache=cache, threshold=threshold,
+                                 temperature=temperature, top_k=top_k, top_p=top_p,
+                                 generator=gen)
+        print(prompt, end="", flush=True)
+        for block in stream:
+            print(bytes(t for t in block[0] if t < 256).decode(errors="replace"), end="",
+                  flush=True)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    print()
