@@ -1,6 +1,6 @@
 # The two commands of the README. Each sets up .venv on first use (idempotent), then runs.
 MAIN_EXTRAS ?= torch,review,llm
-TEST_EXTRAS ?= torch,review,llm,dev
+TEST_EXTRAS ?= torch,review,llm,dask,dev
 VENV ?= .venv
 
 .PHONY: reproduce test lint

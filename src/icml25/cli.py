@@ -60,16 +60,27 @@ def reproduce(
     seed: Annotated[int, typer.Option(min=0, help="Seed for every experiment.")] = 0,
     list_: Annotated[bool, typer.Option(
         "--list", help="List registered experiments and exit.")] = False,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", min=1,
+        help="Local worker processes (default: the cores this process may use).")] = None,
+    executor: Annotated[str | None, typer.Option(
+        "--executor", envvar="ICML25_EXECUTOR",
+        help="A Dask scheduler address (tcp://HOST:PORT) to run the cells on "
+             "(needs the 'dask' extra).")] = None,
+    fresh: Annotated[bool, typer.Option(
+        "--fresh", help="Recompute cells cached in OUT/.cells by an earlier run.")] = False,
 ) -> None:
     """Run the papers' headline experiments; write results/<name>/ and results/report.html.
 
+    Experiments and their cells run on local processes (--jobs) or a Dask cluster
+    (--executor); finished cells are cached, so an interrupted run resumes where it stopped.
     Experiments whose extra is not installed are skipped (and listed); none can run: exit 1.
     """
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    from icml25.core import load_experiments, run_experiment, select, write_report
+    from icml25.core import load_experiments, select, write_report
     from icml25.core.errors import MissingExtraError
     from icml25.core.registry import rooms_for
     from icml25.core.registry import unavailable as unavailable_experiments
@@ -97,20 +108,47 @@ def reproduce(
     skipped = {u.name: u.why for u in cannot}  # listed in the report and below the summary
 
     mode = "full" if full else "quick"
+    import time
+
+    from icml25.core.cells import make_executor
+    from icml25.core.progress import LiveView
+    from icml25.core.scheduler import run_many, write_summary
+
+    try:
+        pool = make_executor(jobs, executor)
+    except (ConnectionError, ValueError) as exc:
+        _fail(str(exc))
     summary = Table()
     summary.add_column("experiment", no_wrap=True)  # the name a user types again: never broken
-    for column in ("status", "verdicts", "wall time"):
+    for column in ("status", "verdicts", "cells", "wall time"):
         summary.add_column(column)
+    t0 = time.perf_counter()
+    try:
+        with pool:
+            records = run_many(chosen, mode=mode, seed=seed, out_root=out, executor=pool,
+                               fresh=fresh, view=LiveView())
+    except KeyboardInterrupt:
+        console.print(f"interrupted: finished cells are kept in {out / '.cells'}; the same "
+                      "command again computes only the missing ones", markup=False,
+                      style="yellow")
+        raise typer.Exit(code=130) from None
+    wall = time.perf_counter() - t0
+    write_summary(out, records, mode=mode, seed=seed, executor=pool.description, wall_s=wall)
     failed = 0
-    for exp in chosen:
-        console.print(f"[bold]running[/] {exp.name} ({mode})")
-        result = run_experiment(exp, mode=mode, seed=seed, out_root=out)
+    for rec in records:
+        result = rec.result
         failed += result.status != "ok"
         style = "green" if result.status == "ok" else "red"
-        summary.add_row(exp.name, f"[{style}]{result.status}[/]", _verdicts(result),
-                        f"{result.wall_time_s:.1f} s")
+        cells = f"{rec.cells_total}" + (f", {rec.cells_cached} cached" if rec.cells_cached
+                                        else "") + (f", {rec.cells_failed} failed"
+                                                    if rec.cells_failed else "")
+        summary.add_row(result.name, f"[{style}]{result.status}[/]", _verdicts(result), cells,
+                        f"{rec.wall_s:.1f} s")
         if result.error:
+            console.print(f"{result.name}:", style="red", markup=False)
             console.print(escape(result.error), style="red", markup=False)
+    cached = sum(r.cells_cached for r in records)
+    total = sum(r.cells_total for r in records)
     report = write_report(out, unavailable=skipped or None)
     if chosen:
         console.print(summary)
@@ -118,6 +156,9 @@ def reproduce(
         console.print("No experiments are registered yet; the report says so.")
     for name, why in skipped.items():
         console.print(f"skipped {name}: {why}", markup=False, style="yellow")
+    if chosen:
+        console.print(f"cells: {total} ({cached} cached from an earlier run), wall "
+                      f"{wall:.1f} s on {pool.description}", markup=False)
     console.print(f"report: {report}", markup=False)
     if failed:
         raise typer.Exit(code=1)

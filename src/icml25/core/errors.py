@@ -31,11 +31,11 @@ EXTRA_OF = {
     "uvicorn": "review", "jinja2": "review", "psycopg": "review", "ortools": "review",
     "cryptography": "review", "pydantic_settings": "review", "swagger_ui_bundle": "review",
     "multipart": "review", "openai": "llm", "transformers": "llm", "trl": "llm",
-    "datasets": "llm", "sacrebleu": "llm", "sympy": "llm",
+    "datasets": "llm", "sacrebleu": "llm", "sympy": "llm", "distributed": "dask",
 }
 # An extra -> the modules whose presence says it is installed.
 EXTRA_MODULES = {"torch": ("torch", "safetensors"), "review": ("sqlalchemy", "fastapi"),
-                 "llm": ("openai", "transformers")}
+                 "llm": ("openai", "transformers"), "dask": ("dask", "distributed")}
 
 
 def extra_message(extra: str, module: str | None = None) -> str:

@@ -52,3 +52,137 @@ def track(
         for item in iterable:
             yield item
             bar.advance(task)
+
+
+class LiveView:
+    """Progress of a run of many experiments and their cells: one rich live table on a
+    terminal (state, cells done / total, cached, failed, running, elapsed, ETA), plain lines
+    otherwise (``ICML25_NO_PROGRESS=1`` or output not a terminal).
+
+    Parameters
+    ----------
+    live : bool, optional
+        Force the live table on or off (default: :func:`progress_enabled`).
+    stream : file, optional
+        Where plain lines go (default: standard error).
+
+    Examples
+    --------
+    >>> import io
+    >>> from icml25.core.cells import CellStats
+    >>> out = io.StringIO()
+    >>> view = LiveView(live=False, stream=out)
+    >>> view.start(["demo"], "this process")
+    >>> view.cells("demo", CellStats(total=2, done=2, cached=1))
+    >>> view.stop()
+    >>> "demo: cells 2/2 (1 cached, 0 failed)" in out.getvalue()
+    True
+    """
+
+    def __init__(self, live: bool | None = None, stream=None):
+        import threading
+
+        self.live_enabled = progress_enabled() if live is None else live
+        self.stream = stream if stream is not None else sys.stderr
+        self._rows: dict[str, dict] = {}
+        self._lock = threading.Lock()
+        self._live = None
+        self._executor = ""
+        self._printed: dict[str, int] = {}
+
+    def start(self, names: list[str], executor: str) -> None:
+        import time
+
+        self._t0 = time.perf_counter()
+        self._executor = executor
+        for name in names:
+            self._rows[name] = {"state": "waiting", "total": 0, "done": 0, "cached": 0,
+                                "failed": 0, "running": 0, "t0": None, "wall": None}
+        if self.live_enabled:
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live(self._render(), console=Console(stderr=True),
+                              refresh_per_second=2, transient=False,
+                              get_renderable=self._render)
+            self._live.start()
+        else:
+            self._line(f"running {len(names)} experiment(s) on {executor}")
+
+    def _line(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    def started(self, name: str) -> None:
+        import time
+
+        with self._lock:
+            row = self._rows.setdefault(name, {"total": 0, "done": 0, "cached": 0,
+                                               "failed": 0, "running": 0, "wall": None})
+            row.update(state="running", t0=time.perf_counter())
+        if not self.live_enabled:
+            self._line(f"{name}: started")
+
+    def cells(self, name: str, stats) -> None:
+        with self._lock:
+            row = self._rows.get(name)
+            if row is None:
+                return
+            row.update(total=stats.total, done=stats.done, cached=stats.cached,
+                       failed=stats.failed, running=stats.running)
+        if self.live_enabled or not stats.total:
+            return
+        step = max(1, stats.total // 10)  # plain lines: about every tenth of the cells
+        if stats.done == stats.total or stats.done - self._printed.get(name, -step) >= step:
+            self._printed[name] = stats.done
+            self._line(f"{name}: cells {stats.done}/{stats.total} ({stats.cached} cached, "
+                       f"{stats.failed} failed)")
+
+    def finished(self, name: str, record) -> None:
+        with self._lock:
+            row = self._rows.setdefault(name, {})
+            cached = record.cells_total and record.cells_cached == record.cells_total
+            row.update(state=("cached" if cached else record.result.status),
+                       wall=record.wall_s, total=record.cells_total, failed=record.cells_failed,
+                       cached=record.cells_cached, done=record.cells_total, running=0)
+        if not self.live_enabled:
+            self._line(f"{name}: {row['state']} in {record.wall_s:.1f} s (cells "
+                       f"{record.cells_total}, {record.cells_cached} cached, "
+                       f"{record.cells_failed} failed)")
+
+    def _render(self):
+        import time
+
+        from rich.table import Table
+
+        now = time.perf_counter()
+        table = Table(title=f"icml25 reproduce on {self._executor}", title_justify="left",
+                      expand=False)
+        for col in ("experiment", "state", "cells", "cached", "failed", "running", "elapsed",
+                    "ETA"):
+            table.add_column(col, no_wrap=True)
+        with self._lock:
+            rows = [(name, dict(row)) for name, row in self._rows.items()]
+        for name, row in rows:
+            state = row.get("state", "waiting")
+            style = {"ok": "green", "cached": "cyan", "failed": "red",
+                     "running": "yellow"}.get(state, "dim")
+            t0 = row.get("t0")
+            elapsed = row["wall"] if row.get("wall") is not None else (
+                now - t0 if t0 is not None else None)
+            computed = row["done"] - row["cached"]
+            left = row["total"] - row["done"]
+            eta = ""
+            if state == "running" and computed > 0 and left > 0 and elapsed:
+                eta = f"{elapsed / computed * left:.0f} s"
+            table.add_row(name, f"[{style}]{state}[/]",
+                          f"{row['done']}/{row['total']}" if row["total"] else "",
+                          str(row["cached"] or ""), str(row["failed"] or ""),
+                          str(row["running"] or ""),
+                          "" if elapsed is None else f"{elapsed:.0f} s", eta)
+        table.caption = f"{now - self._t0:.0f} s"
+        return table
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None

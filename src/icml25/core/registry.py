@@ -58,6 +58,9 @@ class Experiment:
     full: dict[str, Any]
     func: Callable[[RunContext], Outcome]
     requires: tuple[str, ...] = ()  # extras (pyproject optional dependencies) it needs
+    # True when it maps its own cells (RunContext.map): reproduce then runs it here and its
+    # cells on the executor; otherwise the whole experiment is one cell on the executor.
+    cells: bool = False
 
     def settings(self, mode: str) -> dict[str, Any]:
         if mode not in MODES:
@@ -103,11 +106,14 @@ def experiment(
     full: dict[str, Any] | None = None,
     subsystem: str | None = None,
     requires: tuple[str, ...] | list[str] | None = None,
+    cells: bool = False,
 ) -> Callable[[Callable[[RunContext], Outcome]], Callable[[RunContext], Outcome]]:
     """Register ``fn`` as a headline experiment (see the module docstring).
 
     ``requires``: the extras it needs (default: its room's, :data:`ROOM_REQUIRES`); without
     them ``reproduce`` lists it as unavailable, naming the extra, instead of failing it.
+    ``cells``: True when ``fn`` maps its units of work through :meth:`RunContext.map` (they
+    then run on the executor); otherwise the whole experiment runs as one cell.
     """
 
     def register(fn: Callable[[RunContext], Outcome]) -> Callable[[RunContext], Outcome]:
@@ -117,7 +123,7 @@ def experiment(
         needs = tuple(requires) if requires is not None else ROOM_REQUIRES.get(room, ())
         _REGISTRY[name] = Experiment(
             name, room, paper, reproduces, dict(published or {}), dict(quick or {}),
-            dict(full or quick or {}), fn, needs,
+            dict(full or quick or {}), fn, needs, bool(cells),
         )
         return fn
 
@@ -266,6 +272,58 @@ class RunContext:
     out_dir: Path
     rng: np.random.Generator
     figures: list[str] = dataclasses.field(default_factory=list)
+    # Runs the cells of map() (reproduce gives one with an executor and a cache); None: here.
+    runner: Any = None
+
+    def map(self, fn: Callable, cells: Iterable, *, settings: dict[str, Any] | None = None,
+            allow_failures: bool = False) -> dict:
+        """Run ``fn`` over independent cells; return ``{cell.key: result}`` in cell order.
+
+        Each cell (an :class:`icml25.core.cells.Cell`: key, args, kwargs) runs as
+        ``fn(*args, **kwargs)`` on the run's executor, seeded from ``(seed, key)`` alone
+        (``random``, NumPy's global state, torch; a parameter named ``rng`` receives a
+        Generator from that seed) with one thread, and is cached under (experiment,
+        settings, seed, key, code version). ``fn`` must be a module-level function (or a
+        ``functools.partial`` of one) and its arguments picklable.
+
+        Parameters
+        ----------
+        fn : callable
+            The pure function of one cell.
+        cells : iterable of Cell
+            The cells; keys must be unique.
+        settings : dict, optional
+            What the results depend on besides seed and key (default: the run's settings and
+            mode); leave out settings that only choose which cells to run.
+        allow_failures : bool, default=False
+            Return the cells that succeeded instead of raising when some failed.
+
+        Returns
+        -------
+        dict
+            ``{key: value}``.
+
+        Raises
+        ------
+        icml25.core.cells.CellsFailed
+            After every cell ran, when some failed (each with its key and traceback).
+
+        Examples
+        --------
+        >>> from icml25.core.cells import Cell
+        >>> exp = Experiment("demo", "demo", "", "", {}, {}, {}, lambda ctx: None)
+        >>> ctx = RunContext(exp, "quick", 0, {}, Path("."), np.random.default_rng(0))
+        >>> ctx.map(divmod, [Cell("a", (7, 2)), Cell("b", (9, 4))])
+        {'a': (3, 1), 'b': (2, 1)}
+        """
+        from icml25.core.cells import CellRunner
+
+        runner = self.runner if self.runner is not None else CellRunner()
+        if settings is None:
+            settings = dict(self.settings, mode=self.mode)
+        return runner.map(self.experiment.name, settings, self.seed, fn, cells,
+                          allow_failures=allow_failures,
+                          seed_torch="torch" in self.experiment.requires)
 
     def save_figure(self, fig, stem: str) -> Path:
         """Save a matplotlib figure as ``<out_dir>/<stem>.png`` and list it in the report."""
@@ -314,18 +372,22 @@ def rerun_command(name: str, mode: str, seed: int) -> str:
 
 
 def run_experiment(exp: Experiment, *, mode: str = "quick", seed: int = 0,
-                   out_root: str | Path = "results") -> ExperimentResult:
+                   out_root: str | Path = "results", runner: Any = None) -> ExperimentResult:
     """Run one experiment, time it, and write ``<out_root>/<name>/result.json``.
 
     An exception inside the experiment is caught and recorded (status ``failed``) so that one
     broken experiment does not stop the others; the caller decides the exit code.
+    ``runner`` (an :class:`icml25.core.cells.CellRunner`) runs its cells; default: here.
     """
     out_dir = Path(out_root) / exp.name
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in out_dir.glob("*.png"):
         old.unlink()
     settings = exp.settings(mode)
-    ctx = RunContext(exp, mode, seed, settings, out_dir, seed_everything(seed))
+    # torch is seeded whenever the experiment needs it (imported or not yet), so a run gives
+    # the same numbers in a fresh worker process as after other experiments in this one.
+    rng = seed_everything(seed, torch=True if "torch" in exp.requires else None)
+    ctx = RunContext(exp, mode, seed, settings, out_dir, rng, runner=runner)
     result = ExperimentResult(
         name=exp.name, subsystem=exp.subsystem, paper=exp.paper, reproduces=exp.reproduces,
         mode=mode, seed=seed, settings=settings, command=rerun_command(exp.name, mode, seed),

@@ -4,6 +4,7 @@ not tables, so the comparisons are the rankings it states)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -95,12 +96,15 @@ def save_cell(folder: Path | None, key: dict, result: dict, seconds: float,
 
 def run_cells(ctx: RunContext, jobs: list, compute, description: str) -> dict:
     """``{(level, rep): result}`` for every job ``((level, rep), payload)``, reusing stored
-    cells. Partial runs (the summary then says how many cells it has): ``settings`` keys
-    ``cached_only`` (stored cells only), ``levels`` (compute only these level indices) and
-    ``deadline`` (a ``time.time()`` after which no new cell starts)."""
+    cells; the others run as cells of the run (:meth:`RunContext.map`: on the executor,
+    cached under the run's output folder too). ``compute(payload)`` must be picklable (a
+    module-level function or a ``functools.partial`` of one). Partial runs (the summary then
+    says how many cells it has): ``settings`` keys ``cached_only`` (stored cells only),
+    ``levels`` (compute only these level indices) and ``deadline`` (a ``time.time()`` after
+    which no cell is started)."""
     import time
 
-    from icml25.core import track
+    from icml25.core.cells import Cell
 
     s = ctx.settings
     folder = cells_dir(ctx)
@@ -112,14 +116,32 @@ def run_cells(ctx: RunContext, jobs: list, compute, description: str) -> dict:
         elif not s.get("cached_only") and (s.get("levels") is None or job[0] in s["levels"]):
             todo.append((job, payload))
     todo.sort(key=lambda jp: (jp[0][1], jp[0][0]))  # repetition-major: every level early
-    for job, payload in track(todo, description=description):
-        if s.get("deadline") is not None and time.time() > s["deadline"]:
-            break
-        t0, c0 = time.perf_counter(), time.process_time()
-        out[job] = compute(payload)
-        save_cell(folder, cell_key(ctx, job), out[job], time.perf_counter() - t0,
-                  time.process_time() - c0)
+    if s.get("deadline") is not None and time.time() > s["deadline"]:
+        todo = []
+    settings = {k: v for k, v in s.items() if k not in _NOT_KEYS}
+    done = ctx.map(functools.partial(_timed, compute),
+                   [Cell(job, (payload,)) for job, payload in todo],
+                   settings=dict(settings, mode=ctx.mode))
+    for job, timed in done.items():
+        out[job] = timed["result"]
+        save_cell(folder, cell_key(ctx, job), out[job], timed["seconds"], timed["cpu_seconds"])
     return out
+
+
+def _timed(compute, payload) -> dict:
+    """``compute(payload)`` with its wall and CPU seconds (one cell of :func:`run_cells`)."""
+    import time
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = compute(payload)
+    return {"result": result, "seconds": time.perf_counter() - t0,
+            "cpu_seconds": time.process_time() - c0}
+
+
+def ggm_job(job, s: dict) -> dict[str, float]:
+    """:func:`ggm_aucs` of one star-graph job ``(X, adj, domain, seed)``."""
+    X, adj, domain, seed = job
+    return ggm_aucs(X, adj, domain, s["methods"], s, seed)
 
 
 def _table(cells: dict, methods, n_levels: int, reps: int) -> dict[str, np.ndarray]:
@@ -199,7 +221,7 @@ def truncated_cell(payload, s: dict) -> dict[str, float]:
 
 
 @experiment(
-    "missing_score-truncated-gaussian", paper=PAPER,
+    "missing_score-truncated-gaussian", paper=PAPER, cells=True,
     reproduces="Figure 1: truncated Gaussian, d=10, missingness 0.2, Fisher divergence vs n",
     published={"best method at smallest n": "Marg-IW or EM",
                "Zeroed / Marg-IW Fisher divergence at largest n": "> 1 (Zeroed does not converge)",
@@ -218,7 +240,7 @@ def truncated_gaussian(ctx: RunContext) -> Outcome:
     _torch()
     s = ctx.settings
     jobs = truncated_jobs(s, ctx.rng)
-    cells = run_cells(ctx, jobs, lambda p: truncated_cell(p, s), "truncated Gaussian")
+    cells = run_cells(ctx, jobs, functools.partial(truncated_cell, s=s), "truncated Gaussian")
     fd = _table(cells, s["methods"], len(s["ns"]), s["reps"])
     med = {m: _nanstat(np.nanmedian, v, axis=1) for m, v in fd.items()}
     fig, ax = new_figure()
@@ -329,7 +351,7 @@ _GGM_FULL = dict(_GGM_QUICK, n_alphas=100, var_hidden=[200, 200], var_steps=10)
 
 
 @experiment(
-    "missing_score-star-auc", paper=PAPER,
+    "missing_score-star-auc", paper=PAPER, cells=True,
     reproduces="Figure 3: truncated star graph, ROC AUC of edge recovery vs missingness",
     published={"best method (mean AUC over missingness)": "Marg-Var",
                "AUC range of the methods": "0.6–1.0 (axis)",
@@ -349,8 +371,7 @@ def star_auc(ctx: RunContext) -> Outcome:
         for r in range(s["reps"]):
             X, adj, dom = star_problem(s["d"], s["n"], p, rng, s["truncate"])
             jobs.append(((i, r), (X, adj, dom, _seed(rng))))
-    cells = run_cells(ctx, jobs, lambda j: ggm_aucs(*j[:3], s["methods"], s, j[3]),
-                      "star graph AUC")
+    cells = run_cells(ctx, jobs, functools.partial(ggm_job, s=s), "star graph AUC")
     auc = _table(cells, s["methods"], len(s["p_missing"]), s["reps"])
     mean = {m: _nanstat(np.nanmean, v, axis=1) for m, v in auc.items()}
     fig, ax = new_figure()
@@ -390,7 +411,7 @@ def star_auc(ctx: RunContext) -> Outcome:
 
 
 @experiment(
-    "missing_score-dimension-sweep", paper=PAPER,
+    "missing_score-dimension-sweep", paper=PAPER, cells=True,
     reproduces="Figure 15 (App. B.2.2): star graph, missingness 0.7, AUC vs dimension",
     published={"Marg-Var minus Marg-IW AUC at the smallest d":
                "≈ 0 or below (IW/EM/Zeroed catch up with or overtake Var at low d)",
@@ -408,8 +429,7 @@ def dimension_sweep(ctx: RunContext) -> Outcome:
         for r in range(s["reps"]):
             X, adj, _ = star_problem(d, s["n"], s["p_missing"], rng, truncate=False)
             jobs.append(((i, r), (X, adj, None, _seed(rng))))
-    cells = run_cells(ctx, jobs, lambda j: ggm_aucs(*j[:3], s["methods"], s, j[3]),
-                      "dimension sweep")
+    cells = run_cells(ctx, jobs, functools.partial(ggm_job, s=s), "dimension sweep")
     auc = _table(cells, s["methods"], len(s["ds"]), s["reps"])
     mean = {m: _nanstat(np.nanmean, v, axis=1) for m, v in auc.items()}
     fig, ax = new_figure()
