@@ -635,6 +635,9 @@ class CellRunner:
 
     @contextlib.contextmanager
     def _waiting(self) -> Iterator[None]:
+        parked = getattr(self._local, "parked", None)
+        if parked is not None:
+            parked.set()  # this experiment's cells are submitted
         if not getattr(self._local, "holding", False):
             yield
             return

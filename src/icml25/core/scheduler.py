@@ -41,6 +41,7 @@ from icml25.core.records import ExperimentResult
 from icml25.core.registry import Experiment, rerun_command, run_experiment
 
 WHOLE = "__experiment__"  # the cell key of a whole experiment
+PARK_S = 20.0  # how long whole experiments wait for the mapped ones to submit their cells
 SUMMARY = "summary.json"
 
 
@@ -104,9 +105,12 @@ def expected_seconds(exp: Experiment, out_root: Path) -> float:
         return EXPECTED_QUICK_S.get(exp.name, 0.0) if exp.quick else 0.0
 
 
-# Single-thread wall seconds of the --quick experiments measured on a 2-core machine; only the
-# order in which a fresh output folder starts them (longest first) depends on these.
-EXPECTED_QUICK_S: dict[str, float] = {}
+# Single-thread wall seconds of --quick experiments measured on the 2-core development machine
+# (benchmarks/RESULTS.md); only the order in which a fresh output folder starts the whole
+# experiments (longest first) depends on these. Unlisted ones follow, in registry order.
+EXPECTED_QUICK_S: dict[str, float] = {
+    "mdm-sudoku": 190.3, "creativity-discovery": 89.2, "creativity-construction": 53.3,
+}
 
 
 class RunView:
@@ -234,7 +238,37 @@ def _run_mapped(exp, mode, seed, out_root, runner: CellRunner) -> RunRecord:
 
 
 def _run_parallel(exps, mode, seed, out_root, executor, runner, fresh, view, records) -> None:
+    import concurrent.futures as cf
+
     ship = executor.remote
+    threads, errors = [], []
+
+    def mapped(exp: Experiment, parked: threading.Event) -> None:
+        runner._local.parked = parked
+        try:
+            with runner.serial_section():
+                view.started(exp.name)
+                rec = _run_mapped(exp, mode, seed, out_root, runner)
+            records[exp.name] = rec
+            view.finished(exp.name, rec)
+        except BaseException:  # noqa: BLE001 - run_experiment records its own errors
+            errors.append(traceback.format_exc())
+        finally:
+            parked.set()
+
+    # Mapped experiments first: their cells are usually the longest work, so they enter the
+    # queue before the whole experiments (waiting at most PARK_S for them to get there).
+    events = []
+    for exp in (e for e in exps if e.cells):
+        parked = threading.Event()
+        th = threading.Thread(target=mapped, args=(exp, parked), daemon=True,
+                              name=f"icml25-{exp.name}")
+        th.start()
+        threads.append(th)
+        events.append(parked)
+    until = time.monotonic() + PARK_S
+    for ev in events:
+        ev.wait(max(0.0, until - time.monotonic()))
     whole = sorted((e for e in exps if not e.cells),
                    key=lambda e: -expected_seconds(e, out_root))
     futures, here = {}, []
@@ -248,33 +282,12 @@ def _run_parallel(exps, mode, seed, out_root, executor, runner, fresh, view, rec
             view.started(exp.name)
         else:  # defined where a worker cannot import it (inside a function): run it here
             here.append(exp)
-    threads = []
-    errors: list[str] = []
-
-    def mapped(exp: Experiment) -> None:
-        with runner.serial_section():
-            view.started(exp.name)
-            try:
-                rec = _run_mapped(exp, mode, seed, out_root, runner)
-            except BaseException:  # noqa: BLE001 - run_experiment records its own errors
-                errors.append(traceback.format_exc())
-                return
-            records[exp.name] = rec
-            view.finished(exp.name, rec)
-
-    for exp in (e for e in exps if e.cells):
-        th = threading.Thread(target=mapped, args=(exp,), daemon=True,
-                              name=f"icml25-{exp.name}")
-        th.start()
-        threads.append(th)
     for exp in here:
         with runner.serial_section():
             view.started(exp.name)
             records[exp.name] = _run_whole_here(exp, mode, seed, out_root, fresh)
             view.finished(exp.name, records[exp.name])
     by_future = {fut: name for name, fut in futures.items()}
-    import concurrent.futures as cf
-
     exp_of = {e.name: e for e in exps}
     for fut in cf.as_completed(by_future):
         name = by_future[fut]
