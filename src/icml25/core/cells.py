@@ -360,14 +360,14 @@ class Executor:
     def submit(self, task: Task) -> cf.Future:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def close(self) -> None:
-        """Release the workers (idempotent)."""
+    def close(self, wait: bool = True) -> None:
+        """Release the workers (idempotent); ``wait=False`` does not wait for running tasks."""
 
     def __enter__(self) -> Executor:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(wait=exc_type is None)
 
 
 class InlineExecutor(Executor):
@@ -480,12 +480,17 @@ class ProcessExecutor(Executor):
                     self.restarts += 1
             self._submit(task, outer, tries)
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Stop the workers; ``wait=False`` (an interrupted run) kills the running cells."""
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            if not wait:  # Ctrl-C: do not wait for cells that may run for minutes
+                for proc in list(getattr(pool, "_processes", {}).values()):
+                    with contextlib.suppress(Exception):
+                        proc.kill()
+            pool.shutdown(wait=wait, cancel_futures=True)
         self._retry.put(None)
         for k, v in self._saved_env.items():
             if v is None:
@@ -549,7 +554,7 @@ class DaskExecutor(Executor):
         outer._dask_future = fut  # keep it referenced: Dask forgets unreferenced futures
         return outer
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         with contextlib.suppress(Exception):
             self.client.close()
 
