@@ -114,6 +114,8 @@ def reproduce(
     from icml25.core.progress import LiveView
     from icml25.core.scheduler import run_many, write_summary
 
+    if not executor and len(chosen) == 1 and not chosen[0].cells:
+        jobs = 1  # one whole experiment: nothing to run side by side, no worker to start
     try:
         pool = make_executor(jobs, executor)
     except (ConnectionError, ValueError) as exc:
