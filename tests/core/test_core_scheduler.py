@@ -31,30 +31,32 @@ def fragile(i: int) -> int:
     return i
 
 
-@experiment("toy-cells", subsystem="toy", paper="Toy", reproduces="a mapped sweep",
-            quick={"n": 50, "cells": 5}, cells=True)
 def toy_cells(ctx):
     got = ctx.map(noisy_mean, [Cell(("n", i), (ctx.settings["n"] * (i + 1),))
                                for i in range(ctx.settings["cells"])])
     return Outcome(data={"means": list(got.values())})
 
 
-@experiment("toy-whole", subsystem="toy", paper="Toy", reproduces="one draw",
-            quick={"n": 5})
 def toy_whole(ctx):
     return Outcome(data={"draw": ctx.rng.normal(size=ctx.settings["n"]).tolist()})
 
 
-@experiment("toy-fragile", subsystem="toy", paper="Toy", reproduces="one broken cell",
-            quick={}, cells=True)
 def toy_fragile(ctx):
     return Outcome(data=ctx.map(fragile, [Cell(i, (i,)) for i in range(4)]))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _unregister_toys():
-    yield
-    for name in ("toy-cells", "toy-whole", "toy-fragile"):
+@pytest.fixture()
+def toys():
+    """Registered for one test only (module-level functions: workers import them by name)."""
+    experiment("toycells-map", subsystem="toycells", paper="Toy", reproduces="a mapped sweep",
+               quick={"n": 50, "cells": 5}, cells=True)(toy_cells)
+    experiment("toycells-whole", subsystem="toycells", paper="Toy", reproduces="one draw",
+               quick={"n": 5})(toy_whole)
+    experiment("toycells-fragile", subsystem="toycells", paper="Toy",
+               reproduces="one broken cell", quick={}, cells=True)(toy_fragile)
+    names = ["toycells-map", "toycells-whole", "toycells-fragile"]
+    yield names
+    for name in names:
         unregister(name)
 
 
@@ -65,11 +67,11 @@ def _numbers(root: Path, name: str) -> dict:
     return data
 
 
-def test_whole_and_mapped_experiments_share_the_executor(tmp_path):
+def test_whole_and_mapped_experiments_share_the_executor(tmp_path, toys):
     from icml25.core.registry import _REGISTRY
     from icml25.core.scheduler import run_many
 
-    exps = [_REGISTRY[n] for n in ("toy-cells", "toy-whole", "toy-fragile")]
+    exps = [_REGISTRY[n] for n in toys]
     one = run_many(exps, mode="quick", seed=1, out_root=tmp_path / "a",
                    executor=InlineExecutor())
     with ProcessExecutor(2) as ex:
