@@ -157,9 +157,9 @@ class LiveView:
         now = time.perf_counter()
         table = Table(title=f"icml25 reproduce on {self._executor}", title_justify="left",
                       expand=False)
-        for col in ("experiment", "state", "cells", "cached", "failed", "running", "elapsed",
-                    "ETA"):
-            table.add_column(col, no_wrap=True)
+        table.add_column("experiment", no_wrap=True, overflow="fold")
+        for col in ("state", "cells", "cached", "failed", "busy", "time", "ETA"):
+            table.add_column(col, no_wrap=True, min_width=len(col))
         with self._lock:
             rows = [(name, dict(row)) for name, row in self._rows.items()]
         for name, row in rows:
@@ -179,7 +179,11 @@ class LiveView:
                           str(row["cached"] or ""), str(row["failed"] or ""),
                           str(row["running"] or ""),
                           "" if elapsed is None else f"{elapsed:.0f} s", eta)
-        table.caption = f"{now - self._t0:.0f} s"
+        done = sum(r["done"] for _, r in rows)
+        total = sum(r["total"] for _, r in rows)
+        table.caption = (f"{now - self._t0:.0f} s; cells {done}/{total}, "
+                         f"{sum(r['cached'] for _, r in rows)} cached, "
+                         f"{sum(r['failed'] for _, r in rows)} failed")
         return table
 
     def stop(self) -> None:
