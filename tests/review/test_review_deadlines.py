@@ -4,13 +4,14 @@ reviews missing), concurrent ticks on PostgreSQL, the CLI and the server's backg
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from review_helpers import service_as
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from icml25.review import models as m
 from icml25.review.demo import Cast, populate_venue
@@ -128,7 +129,7 @@ def test_concurrent_ticks_advance_once(engine, settings, db):
     assert len(moves) == 1
 
 
-def test_tick_cli(db, settings):
+def test_tick_cli(db, settings, engine):
     from typer.testing import CliRunner
 
     from icml25.review.cli import app
@@ -138,11 +139,22 @@ def test_tick_cli(db, settings):
     chair.advance_phase(chair.venue("cli"))
     _set_deadline(db, settings, "cli", Phase.FEEDBACK, "2026-04-01")
     url = settings.database_url
-    early = CliRunner().invoke(app, ["tick", "--now", "2026-04-01T10:00", "--database-url", url])
-    assert early.exit_code == 0 and early.output == ""
-    r = CliRunner().invoke(app, ["tick", "--now", "2026-04-02T00:00", "--database-url", url])
+    gc.disable()  # what the command leaves open must be closed by it, not by a collection
+    try:
+        early = CliRunner().invoke(app, ["tick", "--now", "2026-04-01T10:00",
+                                         "--database-url", url])
+        assert early.exit_code == 0 and early.output == ""
+        r = CliRunner().invoke(app, ["tick", "--now", "2026-04-02T00:00", "--database-url", url])
+    finally:
+        gc.enable()
     assert r.exit_code == 0, r.output
     assert '"to": "rebuttal"' in r.output and '"advanced": true' in r.output
+    if engine.dialect.name == "postgresql":  # the command closed its connection when it ended
+        with engine.connect() as c:
+            open_tx = c.execute(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'")).scalar()
+        assert open_tx == 0
 
 
 def test_server_loop_advances_due_venues(db, settings, engine):

@@ -27,9 +27,26 @@ def _settings(database_url: str | None):  # noqa: ANN202
 
 
 def _session(settings):  # noqa: ANN001, ANN202
+    """A database session that is closed, and its engine disposed, when the command ends.
+
+    A command may run inside a longer-lived process (a test's CliRunner, a notebook): left
+    open, its connection would sit idle in a transaction holding locks until garbage
+    collection."""
+    import click
+
     from icml25.review.db import make_engine, make_sessionmaker
 
-    return make_sessionmaker(make_engine(settings.database_url, settings))()
+    engine = make_engine(settings.database_url, settings)
+    session = make_sessionmaker(engine)()
+
+    def close() -> None:
+        session.close()
+        engine.dispose()
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(close)
+    return session
 
 
 @app.command()
