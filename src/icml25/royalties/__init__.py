@@ -56,6 +56,7 @@ from icml25.royalties.statements import (
     RoyaltyStatement,
     allocate,
     compute_statement,
+    evidence_mask,
     parse_pool,
     statement_files,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "coalition_matrix",
     "compute_statement",
     "default_holders",
+    "evidence_mask",
     "exact_shapley",
     "load_artifacts",
     "load_corpora",

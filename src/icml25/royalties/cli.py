@@ -29,6 +29,9 @@ Groups = Annotated[Path | None, typer.Option(
                      "computed between groups first (mitigates splitting into shells).")]
 RelSe = Annotated[float, typer.Option(
     help="Sampling stops when every standard error is below this fraction of v(all).")]
+MinEvidence = Annotated[float, typer.Option(
+    min=0.0, help="Smallest Shapley value per token of the artifact (nats) that is paid; "
+                  "holders below it are held back (0 pays every positive value).")]
 
 
 @contextmanager
@@ -73,7 +76,7 @@ def shares(
     baseline: Baseline = None,
     order: Order = 5, tokenizer: Tokenizer = "char", discount: Discount = 0.75,
     method: Method = "auto", exact_limit: ExactLimit = 15, seed: Seed = 0,
-    groups: Groups = None, rel_se_tol: RelSe = 0.01,
+    groups: Groups = None, rel_se_tol: RelSe = 0.01, min_evidence: MinEvidence = 0.1,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Shapley values and royalty shares of every holder for one artifact."""
@@ -95,16 +98,27 @@ def shares(
                              exact_limit=exact_limit, groups=_groups(groups), seed=seed,
                              rel_se_tol=rel_se_tol)
         share, allocated = royalty_shares(res.values)
+        from icml25.royalties.ngram import tokenize
+        from icml25.royalties.statements import evidence_mask
+
+        n_tokens = len(tokenize(text, tokenizer))
+        paid = evidence_mask(res.values, n_tokens, min_evidence)
+    held_back = float(share[~paid].sum())
     if as_json:
         typer.echo(json.dumps({**res.to_dict(), "shares": share.tolist(),
-                               "allocated": allocated}, indent=2))
+                               "allocated": allocated, "n_tokens": n_tokens,
+                               "min_evidence": min_evidence, "paid": paid.tolist(),
+                               "held_back_share": held_back}, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("holder", "Shapley value (nats)", "std. error", "share")
-    for name, v, se, s in zip(res.players, res.values, res.std_errors, share, strict=True):
-        table.add_row(name, f"{v:.4f}", f"{se:.4f}", f"{s:.2%}")
+    table = Table("holder", "Shapley value (nats)", "nats/token", "std. error", "share",
+                  "paid")
+    for name, v, se, s, p in zip(res.players, res.values, res.std_errors, share, paid,
+                                 strict=True):
+        table.add_row(name, f"{v:.4f}", f"{v / max(n_tokens, 1):.4f}", f"{se:.4f}",
+                      f"{s:.2%}", "yes" if p else "held back")
     console = Console()
     console.print(table)
     extra = (f", {res.n_permutations} orderings, converged={res.converged}"
@@ -116,6 +130,10 @@ def shares(
         console.print(f"Owen values over ownership groups: {declared}")
     if not allocated:
         console.print("[yellow]no holder contributed positively: nothing allocated[/]")
+    elif held_back > 0:
+        console.print(f"{held_back:.1%} of the artifact's amount is held back: those holders' "
+                      f"values are below --min-evidence {min_evidence:g} nats per token "
+                      f"({n_tokens} tokens)")
 
 
 @app.command()
@@ -132,7 +150,7 @@ def statement(
         "--weights", help="JSON {artifact: weight} (e.g. revenue); default equal.")] = None,
     order: Order = 5, tokenizer: Tokenizer = "char", discount: Discount = 0.75,
     method: Method = "auto", exact_limit: ExactLimit = 15, seed: Seed = 0,
-    groups: Groups = None, rel_se_tol: RelSe = 0.01,
+    groups: Groups = None, rel_se_tol: RelSe = 0.01, min_evidence: MinEvidence = 0.1,
 ) -> None:
     """Per-holder royalty statements (CSV + JSON) and an audit record for one period."""
     from icml25.royalties.io import load_artifacts, load_corpora, read_text, write_statement
@@ -157,7 +175,7 @@ def statement(
             load_corpora(corpora), load_artifacts(artifacts), pool, baseline=_baseline(baseline),
             period=period, currency=currency, weights=w, order=order, tokenizer=tokenizer,
             discount=discount, method=method, exact_limit=exact_limit, groups=_groups(groups),
-            seed=seed, rel_se_tol=rel_se_tol, progress=None)
+            seed=seed, rel_se_tol=rel_se_tol, min_evidence=min_evidence, progress=None)
     paths = write_statement(st, out)
     from rich.console import Console
     from rich.table import Table
@@ -166,6 +184,7 @@ def statement(
     for h, c in zip(st.holders, st.holder_totals_cents, strict=True):
         table.add_row(h, format_cents(c))
     table.add_row("(unallocated)", format_cents(st.unallocated_cents))
+    table.add_row("  of which held back (below --min-evidence)", format_cents(st.held_back_cents))
     console = Console()
     console.print(table)
     console.print(f"{len(st.artifacts)} artifacts, pool {format_cents(st.pool_cents)}; "

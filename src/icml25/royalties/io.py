@@ -136,7 +136,9 @@ def verify_statement(folder: str | Path, corpora: Mapping[str, str | Sequence[st
             order=model["order"], tokenizer=model["tokenizer"], discount=model["discount"],
             method=val["method"], exact_limit=val["exact_limit"],
             groups=val["ownership_groups"], seed=val["seed"], rel_se_tol=val["rel_se_tol"],
-            max_permutations=val["max_permutations"])
+            max_permutations=val["max_permutations"],
+            # statements written before the evidence rule paid every positive value
+            min_evidence=audit.get("evidence", {}).get("min_evidence_nats_per_token", 0.0))
     except (KeyError, TypeError) as exc:
         raise RoyaltyInputError(f"{str(folder)!r} does not hold a statement written by this "
                                 f"module (missing {exc})") from None

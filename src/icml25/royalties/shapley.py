@@ -32,11 +32,15 @@ DEFAULT_EXACT_LIMIT = 15  # method="auto" switches to sampling above this
 
 @dataclasses.dataclass
 class ShapleyResult(JsonRecord):
-    """Shapley (or Owen) values with their standard errors and how they were obtained."""
+    """Shapley (or Owen) values with their standard errors and how they were obtained.
+
+    ``values`` and ``std_errors`` are float arrays of shape (n_players,), like ``shares()``;
+    lists given to the constructor are converted (``.tolist()`` gives the old list form).
+    """
 
     players: list[str]
-    values: list[float]
-    std_errors: list[float]
+    values: np.ndarray
+    std_errors: np.ndarray
     method: str  # "exact", "antithetic" or "permutation"
     grand_value: float  # v(all) - v(none) = sum of values (efficiency)
     n_evaluations: int  # coalitions evaluated by the utility
@@ -45,16 +49,21 @@ class ShapleyResult(JsonRecord):
     se_target: float = 0.0
     groups: list[list[str]] | None = None
 
+    def __post_init__(self):
+        self.values = np.asarray(self.values, dtype=np.float64).reshape(-1)
+        self.std_errors = np.asarray(self.std_errors, dtype=np.float64).reshape(-1)
+
     @property
     def phi(self) -> np.ndarray:
-        return np.asarray(self.values, dtype=np.float64)
+        """The values (the same array as ``values``)."""
+        return self.values
 
     def shares(self) -> np.ndarray:
         """Royalty shares max(phi_i, 0) / sum_j max(phi_j, 0) (zeros if none is positive)."""
         return royalty_shares(self.phi)[0]
 
     def as_dict(self) -> dict[str, float]:
-        return dict(zip(self.players, self.values, strict=True))
+        return dict(zip(self.players, self.values.tolist(), strict=True))
 
 
 def royalty_shares(values) -> tuple[np.ndarray, bool]:
