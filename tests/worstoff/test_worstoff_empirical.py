@@ -17,6 +17,7 @@ from icml25.worstoff import (
     par,
     predictions_at_r2,
     r2_score,
+    recalibrate,
     simulate_gaussian,
     value,
 )
@@ -97,7 +98,8 @@ def test_empirical_par_tracks_theory_on_gaussian_data():
     assert np.allclose(emp, theory, rtol=0.05)
     assert np.all(emp < par(alphas, 0.2, r0, 0.1, 0.1))  # hence below the calibrated PAR
     # at the model's own R2 the regime version is the same quantity
-    assert np.allclose(empirical_par_at_r2(y, yhat, alphas, 0.2, r2_score(y, yhat)), emp)
+    own = r2_score(y, recalibrate(y, yhat))  # empirical_par recalibrates by default
+    assert np.allclose(empirical_par_at_r2(y, yhat, alphas, 0.2, own), emp)
 
 
 def test_delta_alpha_star():

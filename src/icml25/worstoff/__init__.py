@@ -21,6 +21,8 @@ from icml25.worstoff.empirical import (
     improve_predictions,
     predictions_at_r2,
     r2_score,
+    recalibrate,
+    recalibration,
 )
 from icml25.worstoff.montecarlo import monte_carlo_value, simulate_gaussian
 from icml25.worstoff.theory import (
@@ -44,6 +46,7 @@ from icml25.worstoff.uncertainty import (
     SmoothedPAR,
     bootstrap_delta_alpha_star,
     bootstrap_evaluation,
+    par_verdict,
     predictor_problems,
     smoothed_par,
 )
@@ -54,7 +57,10 @@ __all__ = [
     "SmoothedPAR",
     "bootstrap_delta_alpha_star",
     "bootstrap_evaluation",
+    "par_verdict",
     "predictor_problems",
+    "recalibrate",
+    "recalibration",
     "smoothed_par",
     "bvn_cdf",
     "capacity_needed",

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 
 from icml25.core.cli_options import DropNA, on_missing_option
@@ -141,8 +142,14 @@ def evaluate(
         "worstoff-evaluation"),
     on_missing: OnMissing = None,
     dropna: DropNA = False,
+    recalibrate: Annotated[bool, typer.Option(
+        "--recalibrate/--no-recalibrate",
+        help="Put the predictions on the outcome's scale first (least-squares line of the "
+             "outcome on the prediction; the ranking is unchanged) so that R2, the better "
+             "model and the PAR do not depend on the predictions' units.")] = True,
     as_json: Annotated[bool, typer.Option(
-        "--json", help="Print the figures and their intervals (*_ci = [low, high]) as JSON.")]
+        "--json", help="Print the figures and their intervals as JSON (each *_ci key holds "
+                       "a low, high pair).")]
     = False,
 ) -> None:
     """Recall curves, capacity for a target recall, empirical PAR (and Delta-alpha*) for your
@@ -153,7 +160,7 @@ def evaluate(
     from rich.table import Table
 
     from icml25.core import save_figure
-    from icml25.worstoff.empirical import empirical_value, r2_score
+    from icml25.worstoff.empirical import empirical_value, r2_score, recalibration
     from icml25.worstoff.plots import (
         annotate_warnings,
         delta_alpha_curves,
@@ -182,11 +189,19 @@ def evaluate(
         for b in beta:
             if not 0 < b < 1:
                 raise ValueError(f"beta must lie in (0, 1), got {b}")
+        r2_raw = r2_score(y, yhat)
+        intercept, slope, applied = recalibration(y, yhat) if recalibrate else (0.0, 1.0,
+                                                                                 False)
+        yhat = intercept + slope * yhat  # the ranking (every recall) is unchanged
+        if base is not None and recalibrate:
+            a0, b0, _ = recalibration(y, base)
+            base = a0 + b0 * base
         r2 = r2_score(y, yhat)
         problems = predictor_problems(y, yhat)
         evals = {b: bootstrap_evaluation(y, yhat, alphas, b, d_alpha, d_r2,
                                          recall_targets=targets, n_boot=n_boot, level=level,
-                                         seed=seed, lower_is_worse=lower, warn=False)
+                                         seed=seed, lower_is_worse=lower, warn=False,
+                                         recalibrate=False)
                  for b in beta}
         smooths = {}
         if smooth > 0:
@@ -195,7 +210,8 @@ def evaluate(
             at = np.unique(np.concatenate([fine, alphas[alphas <= top + 1e-12]]))
             smooths = {b: smoothed_par(y, yhat, b, d_alpha, d_r2, alphas=at, bandwidth=smooth,
                                        n_boot=n_boot, level=level, seed=seed,
-                                       lower_is_worse=lower, warn=False) for b in beta}
+                                       lower_is_worse=lower, warn=False, recalibrate=False)
+                       for b in beta}
         recall = {b: empirical_value(y, yhat, grid, b, lower_is_worse=lower) for b in beta}
         curves = {f"prediction (R2={r2:.3f})": recall}
         stars = {}
@@ -234,11 +250,13 @@ def evaluate(
     written.append(_html_report(out / "report.html", data, y.size, r2, evals, smooths, stars,
                                 problems, sel, level=level, n_boot=n_boot, seed=seed,
                                 higher_is_worse=higher_is_worse, figures=list(written)))
+    recal = {"requested": recalibrate, "applied": applied, "intercept": intercept,
+             "slope": slope, "r2_raw": r2_raw}
     if as_json:
         r2_ci = next(iter(evals.values())).r2_ci
         doc = {
             "n": int(y.size), "rows": sel.to_dict(), "r2": r2,
-            "r2_ci": [float(r2_ci[0]), float(r2_ci[1])],
+            "r2_ci": [float(r2_ci[0]), float(r2_ci[1])], "recalibration": recal,
             "worst_off": "highest" if higher_is_worse else "lowest",
             "n_boot": n_boot, "level": level, "seed": seed,
             "meaningful": not problems, "warnings": problems,
@@ -247,7 +265,7 @@ def evaluate(
         }
         for b, ev in evals.items():
             d = ev.to_dict()
-            for k in ("n", "n_boot", "level", "seed", "r2", "r2_ci"):
+            for k in ("n", "n_boot", "level", "seed", "r2", "r2_ci", "recalibration"):
                 d.pop(k)
             if stars:
                 v, vci = stars[b]
@@ -269,39 +287,168 @@ def evaluate(
     console.print(f"n = {y.size:,}, R2 = {r2:.4f} {_fmt_ci(r2_ci, '.4f')}, worst-off = "
                   f"{'highest' if higher_is_worse else 'lowest'} outcomes; intervals: "
                   f"{level:.0%} percentile bootstrap, {n_boot} resamples, seed {seed}")
+    if applied:
+        console.print(f"predictions recalibrated onto the outcome's scale: outcome ~ "
+                      f"{intercept:.4g} + {slope:.4g} x prediction (raw R2 {r2_raw:.4f}; "
+                      "ranking unchanged; --no-recalibrate uses them as given)")
     if problems:
         console.print("The PAR is meaningless for this predictor (see the warnings); it is "
                       "shown for completeness only and no lever is recommended.")
     for b, ev in evals.items():
         cap = " / ".join(f"{c:.3f} {_fmt_ci(ci)}"
                          for c, ci in zip(ev.capacity, ev.capacity_ci, strict=True))
-        par_head = f"PAR (steps {d_alpha:g}/{d_r2:g})" + (" MEANINGLESS" if problems else "")
+        sm = smooths.get(b)
+        kind = f"smoothed PAR (bandwidth {smooth:g})" if sm is not None else "PAR"
+        par_head = kind + (" MEANINGLESS" if problems else "")
         table = Table("alpha", "recall", "recall CI", f"recall at +{d_alpha:g} (CI)",
-                      f"recall, R2+{d_r2:g} (CI)", par_head, "PAR CI",
-                      *(["lever (equal costs)"] if not problems else []),
+                      f"recall, R2+{d_r2:g} (CI)", f"{par_head} (CI)",
+                      *(["what the interval supports (equal costs)"] if not problems else []),
                       *(["Delta-alpha* (CI)"] if stars else []),
                       title=f"beta = {b:g}; capacity for 50/75/90% recall: {cap}")
-        levers = ev.lever()
+        verdicts = _row_verdicts(ev, sm)
         for i, a in enumerate(alphas):
             row = [f"{a:.2f}", f"{ev.recall[i]:.3f}", _fmt_ci(ev.recall_ci[i]),
                    f"{ev.recall_more_access[i]:.3f} {_fmt_ci(ev.recall_more_access_ci[i])}",
                    f"{ev.recall_better_prediction[i]:.3f} "
                    f"{_fmt_ci(ev.recall_better_prediction_ci[i])}",
-                   f"{ev.par[i]:.3g}", _fmt_ci(ev.par_ci[i], ".3g")]
+                   _par_cell(ev, sm, i)]
             if not problems:
-                row.append(levers[i])
+                row.append(verdicts[i])
             if stars:
                 row.append(f"{stars[b][0][i]:.3f} {_fmt_ci(stars[b][1][i])}")
             table.add_row(*row)
         console.print(table)
     if not problems:
-        console.print("lever: 'expand access' when the whole PAR interval is above 1 (a "
-                      "capacity step buys more recall than an R2 step), 'improve prediction' "
-                      "when it is below 1, 'unclear' otherwise; 'neither' when recall is "
-                      "saturated (no step gains anything). With unequal costs, expand "
-                      "access iff cost(access step) / cost(prediction step) < PAR.")
+        console.print(f"PAR: the recall a capacity step of {d_alpha:g} buys over the recall "
+                      f"an R2 step of {d_r2:g} buys"
+                      + (f", averaged over neighbouring capacities (bandwidth {smooth:g})"
+                         if smooths else "") +
+                      ". 'expand access' when the whole interval is above 1, 'improve "
+                      "prediction' when it is below 1, 'unclear' when it contains 1, 'neither' "
+                      "when recall is saturated. With unequal costs, expand access iff "
+                      "cost(access step) / cost(prediction step) < PAR. The raw per-alpha "
+                      "PAR is in the JSON output and report.html.")
     for path in written:
         console.print(f"wrote {path}")
+
+
+@app.command()
+def levers(
+    data: Annotated[Path, typer.Argument(
+        help="CSV/TSV (or Parquet) file with outcome and prediction columns.")],
+    outcome: Annotated[str, typer.Option(help="Outcome column.")],
+    prediction: Annotated[str, typer.Option(help="Prediction column.")],
+    alpha: Annotated[float, typer.Option(help="Current capacity (fraction screened).")],
+    budget: Annotated[float, typer.Option(help="Money to spend across the levers.")],
+    capacity_cost: Annotated[float | None, typer.Option(
+        help="Cost of screening the whole population once more (n x cost per person); "
+             "omit to leave the capacity lever out.")] = None,
+    prediction_cost: Annotated[float | None, typer.Option(
+        help="Cost per unit of R2 of a better model (a 0.05 gain costs 0.05 x this); omit "
+             "to leave it out.")] = None,
+    subgroup: Annotated[str | None, typer.Option(
+        help="A 0/1 column: the people whose predictions the subgroup lever improves.")]
+    = None,
+    subgroup_cost: Annotated[float | None, typer.Option(
+        help="Cost per unit of overall R2 gained by improving the subgroup only.")] = None,
+    objective: Annotated[str, typer.Option(
+        help="recall (share of the worst-off screened) or crra (mean CRRA welfare gain of "
+             "a --benefit transfer to everyone screened; positive outcomes).")] = "recall",
+    beta: Annotated[float, typer.Option(help="Worst-off fraction (recall).")] = 0.2,
+    benefit: Annotated[float, typer.Option(help="Transfer per screened person (crra).")]
+    = 1.0,
+    rho: Annotated[float, typer.Option(help="CRRA relative risk aversion (1 = log).")] = 2.0,
+    steps: Annotated[int, typer.Option(min=1, max=200, help="Budget resolution.")] = 20,
+    higher_is_worse: Annotated[bool, typer.Option(
+        help="Higher outcomes are worse (recall only).")] = False,
+    recalibrate: Annotated[bool, typer.Option(
+        "--recalibrate/--no-recalibrate",
+        help="Put the predictions on the outcome's scale first.")] = True,
+    on_missing: OnMissing = None,
+    dropna: DropNA = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Split a budget across wider screening, a better model and a better model for one
+    subgroup; report each lever's equivalent cost."""
+    from icml25.worstoff.levers import allocate_budget
+
+    costs = {k: v for k, v in (("capacity", capacity_cost), ("prediction", prediction_cost),
+                               ("subgroup", subgroup_cost)) if v is not None}
+    if not costs:
+        raise _fail("give the cost of at least one lever (--capacity-cost, --prediction-cost, "
+                    "--subgroup-cost)")
+    if ("subgroup" in costs) != (subgroup is not None):
+        raise _fail("--subgroup and --subgroup-cost go together")
+    cols = [outcome, prediction] + ([subgroup] if subgroup else [])
+    sel = _read_columns(data, cols, on_missing, dropna)
+    try:
+        res = allocate_budget(
+            sel.column(outcome), sel.column(prediction), alpha, budget, costs,
+            subgroup=sel.column(subgroup) if subgroup else None, objective=objective,
+            beta=beta, benefit=benefit, rho=rho, steps=steps, recalibrate=recalibrate,
+            lower_is_worse=not higher_is_worse)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps(res.to_dict(), indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    what = "recall" if objective == "recall" else f"CRRA welfare (rho={rho:g}, b={benefit:g})"
+    table = Table("lever", "unit cost", "spend", "amount", f"{what}, whole budget on it",
+                  "equivalent cost",
+                  title=f"budget {budget:g} at alpha = {alpha:g}: {what} "
+                        f"{res.baseline_welfare:.4g} -> {res.welfare:.4g}")
+    for k in res.levers:
+        eq = res.equivalent_cost[k]
+        table.add_row(k, f"{res.unit_costs[k]:g}", f"{res.spend[k]:g}",
+                      f"{res.theta[k]:.4g}", f"{res.single_lever_welfare[k]:.4g}",
+                      "out of reach" if not np.isfinite(eq) else f"{eq:.4g}")
+    console = Console()
+    console.print(table)
+    console.print("amount: capacity in fraction of the population, prediction/subgroup in "
+                  "overall R2. equivalent cost: what the lever alone must be given to reach "
+                  "the best split's welfare ('out of reach': not even at its limit).")
+
+
+def _fmt_par(v: float) -> str:
+    if v != v:
+        return "undefined"
+    return "unbounded" if v == float("inf") else f"{v:.3g}"
+
+
+def _smooth_index(ev, sm, i: int):
+    if sm is None:
+        return None
+    j = np.flatnonzero(np.isclose(sm.alphas, ev.alphas[i]))
+    return int(j[0]) if j.size else None
+
+
+def _par_cell(ev, sm, i: int) -> str:
+    """The smoothed PAR and its interval at row ``i`` (only the raw interval when there is
+    no smoothed curve: a raw point estimate jumps between neighbouring capacities)."""
+    j = _smooth_index(ev, sm, i)
+    if j is None:
+        return f"interval {_fmt_ci(ev.par_ci[i], '.3g')}"
+    lo, hi = sm.par_ci[j]
+    return f"{_fmt_par(sm.par[j])} [{_fmt_par(lo)}, {_fmt_par(hi)}]"
+
+
+def _row_verdicts(ev, sm) -> list[str]:
+    from icml25.worstoff.uncertainty import par_verdict
+
+    out = []
+    for i in range(ev.alphas.size):
+        j = _smooth_index(ev, sm, i)
+        if j is None:
+            lo, hi = ev.par_ci[i]
+            sat = ev.access_gain_ci[i, 1] <= 0 and ev.prediction_gain_ci[i, 1] <= 0
+        else:
+            lo, hi = sm.par_ci[j]
+            sat = sm.access_gain_ci[j, 1] <= 0 and sm.prediction_gain_ci[j, 1] <= 0
+        out.append(par_verdict(lo, hi, saturated=bool(sat)))
+    return out
 
 
 def _html_report(path: Path, data: Path, n: int, r2: float, evals: dict, smooths: dict,

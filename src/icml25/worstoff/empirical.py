@@ -6,6 +6,11 @@ Conventions
   (income); pass ``lower_is_worse=False`` when higher is worse (unemployment duration).
 * The worst-off are the ``beta`` fraction with the worst outcomes; the policy screens the ``alpha``
   fraction with the worst predictions. The value is the recall: the share of the worst-off screened.
+* Predictions are recalibrated onto the outcome's scale before R^2, the PAR and the "better
+  model" are computed (:func:`recalibrate`: the least-squares line of ``y`` on ``yhat``;
+  ``recalibrate=False`` turns it off). Recall depends only on the ranking, but the R^2 and the
+  residual-scaled "better model" depend on the scale: without it, multiplying a model's
+  predictions by a constant changes its PAR.
 * Ties are broken at random, and we return the *expected* recall under that tie-breaking, computed
   exactly: a tied block at the screening boundary is screened fractionally. This matters for coarse
   predictors (a depth-4 tree has at most 16 distinct predictions) and for capped outcomes. It also
@@ -24,6 +29,8 @@ from icml25.worstoff._validation import (
 )
 
 __all__ = [
+    "recalibrate",
+    "recalibration",
     "r2_score",
     "empirical_value",
     "capacity_needed",
@@ -38,6 +45,73 @@ __all__ = [
 def _oriented(y, yhat, lower_is_worse: bool) -> tuple[np.ndarray, np.ndarray]:
     y, yhat = check_outcomes(y, yhat)
     return (y, yhat) if lower_is_worse else (-y, -yhat)
+
+
+def recalibration(y, yhat) -> tuple[float, float, bool]:
+    """The least-squares line ``y ~ intercept + slope * yhat`` used by :func:`recalibrate`.
+
+    Parameters
+    ----------
+    y, yhat : array-like of shape (n,)
+        Outcomes and predictions.
+
+    Returns
+    -------
+    intercept, slope : float
+        The fitted line (0 and 1 when it is not applied).
+    applied : bool
+        False when ``yhat`` is constant or the slope is not positive: a line with a
+        non-positive slope would reverse (or erase) the ranking, which is the predictor's
+        whole content, so the predictions are left as they are (and
+        :func:`~icml25.worstoff.uncertainty.predictor_problems` reports R^2 <= 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.array([1.0, 2.0, 3.0, 4.0])
+    >>> a, b, applied = recalibration(y, 10 * y + 5)
+    >>> round(a, 9), round(b, 9), applied
+    (-0.5, 0.1, True)
+    """
+    y, yhat = check_outcomes(y, yhat)
+    var = float(np.var(yhat))
+    if var <= 0:
+        return 0.0, 1.0, False
+    slope = float(np.mean((yhat - yhat.mean()) * (y - y.mean())) / var)
+    if not slope > 0:
+        return 0.0, 1.0, False
+    return float(y.mean() - slope * yhat.mean()), slope, True
+
+
+def recalibrate(y, yhat) -> np.ndarray:
+    """Predictions put on the outcome's scale: ``intercept + slope * yhat`` from the
+    least-squares regression of ``y`` on ``yhat`` (:func:`recalibration`).
+
+    The ranking, hence every recall, is unchanged (the slope is positive); the R^2 becomes
+    the squared correlation, the largest any affine rescaling of ``yhat`` attains, and the
+    residual-scaled "better model" (:func:`improve_predictions`) no longer depends on the
+    units the predictions happen to be in. Left unchanged when the slope is not positive.
+
+    Parameters
+    ----------
+    y, yhat : array-like of shape (n,)
+        Outcomes and predictions.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,)
+        The recalibrated predictions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.array([1.0, 2.0, 4.0, 3.0]); p = np.array([0.1, 0.2, 0.3, 0.4])
+    >>> bool(np.allclose(recalibrate(y, 7 * p - 3), recalibrate(y, p)))
+    True
+    """
+    y, yhat = check_outcomes(y, yhat)
+    a, b, _ = recalibration(y, yhat)
+    return a + b * yhat
 
 
 def r2_score(y, yhat) -> float:
@@ -182,8 +256,11 @@ def predictions_at_r2(y, yhat, target_r2: float, *, seed=0) -> np.ndarray:
 
 
 def empirical_par(y, yhat, alpha, beta, d_alpha=0.1, d_r2=0.1, *, lower_is_worse: bool = True,
-                  warn: bool = True):
+                  warn: bool = True, recalibrate: bool = True):
     """Empirical prediction-access ratio, vectorised over ``alpha``.
+
+    With ``recalibrate=True`` (default) the predictions are first put on the outcome's scale
+    (:func:`recalibrate`), so rescaling them leaves the PAR unchanged.
 
     Warns (:class:`~icml25.worstoff.uncertainty.MeaninglessPARWarning`, with the reason) when
     R^2 <= 0 or ``yhat`` is constant: the PAR then means nothing. For intervals, see
@@ -198,6 +275,8 @@ def empirical_par(y, yhat, alpha, beta, d_alpha=0.1, d_r2=0.1, *, lower_is_worse
     d_alpha = float(check_positive("d_alpha", d_alpha))
     if (alpha + d_alpha > 1 + 1e-12).any():
         raise ValueError("alpha + d_alpha must not exceed 1")
+    if recalibrate:
+        yhat = _recalibrated(y, yhat)
     better = improve_predictions(y, yhat, d_r2)
     if warn:
         import warnings
@@ -207,6 +286,11 @@ def empirical_par(y, yhat, alpha, beta, d_alpha=0.1, d_r2=0.1, *, lower_is_worse
         for problem in predictor_problems(y, yhat):
             warnings.warn(problem, MeaninglessPARWarning, stacklevel=2)
     return _par_from(y, yhat, better, alpha, beta, d_alpha, lower_is_worse)
+
+
+def _recalibrated(y, yhat):
+    a, b, _ = recalibration(y, yhat)
+    return a + b * yhat
 
 
 def _par_from(y, base_pred, better_pred, alpha, beta, d_alpha, lower_is_worse):
@@ -222,14 +306,18 @@ def _par_from(y, base_pred, better_pred, alpha, beta, d_alpha, lower_is_worse):
 
 
 def empirical_par_at_r2(y, yhat, alpha, beta, r2, d_alpha=0.1, d_r2=0.1, *,
-                        lower_is_worse: bool = True, seed=0):
+                        lower_is_worse: bool = True, seed=0, recalibrate: bool = True):
     """Empirical PAR in a chosen R^2 regime (the paper's Figure 3 regimes 0, model, 1 - step).
 
     Both the regime's predictions and the improved ones come from :func:`predictions_at_r2`
     applied to ``yhat`` (residual scaling upwards, calibrated noise downwards), so the residual
-    shape of the user's model is kept. At the model's own R^2 this equals :func:`empirical_par`.
+    shape of the user's model is kept. With ``recalibrate=True`` (default) ``yhat`` is first
+    put on the outcome's scale (:func:`recalibrate`); at the model's own (recalibrated) R^2
+    this equals :func:`empirical_par`.
     """
     y, yhat = check_outcomes(y, yhat)
+    if recalibrate:
+        yhat = _recalibrated(y, yhat)
     alpha = check_fraction("alpha", alpha)
     d_alpha = float(check_positive("d_alpha", d_alpha))
     d_r2 = float(check_positive("d_r2", d_r2))

@@ -31,6 +31,7 @@ from icml25.worstoff._validation import check_fraction, check_outcomes, check_po
 
 __all__ = [
     "MeaninglessPARWarning",
+    "par_verdict",
     "ScreeningEvaluation",
     "SmoothedPAR",
     "bootstrap_delta_alpha_star",
@@ -61,6 +62,44 @@ def predictor_problems(y, yhat) -> list[str]:
                    "capacity step with an R^2 step from this model, is meaningless and no "
                    "recommendation is made")
     return out
+
+
+def par_verdict(low: float, high: float, cost_ratio: float = 1.0, *,
+                saturated: bool = False) -> str:
+    """What a PAR interval supports, in words.
+
+    Parameters
+    ----------
+    low, high : float
+        The interval's ends (``high`` may be ``inf``).
+    cost_ratio : float, default=1.0
+        Cost of one capacity step / cost of one R^2 step.
+    saturated : bool, default=False
+        No step gains recall (both gains' intervals end at 0).
+
+    Returns
+    -------
+    str
+        ``"expand access"``, ``"improve prediction"``, ``"unclear"`` or ``"neither"``,
+        followed by the reason.
+
+    Examples
+    --------
+    >>> par_verdict(1.4, 2.9)
+    'expand access: PAR > 1 across the interval (a capacity step buys more recall)'
+    >>> par_verdict(0.6, float("inf"))
+    'unclear: the interval contains 1 (the data support either lever)'
+    """
+    c = float(cost_ratio)
+    if saturated:
+        return "neither: recall is saturated (no step gains anything)"
+    if low > c:
+        return (f"expand access: PAR > {c:g} across the interval (a capacity step buys more "
+                "recall)")
+    if high < c:
+        return (f"improve prediction: PAR < {c:g} across the interval (an R^2 step buys more "
+                "recall)")
+    return f"unclear: the interval contains {c:g} (the data support either lever)"
 
 
 def _tie_mean(keys: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -178,6 +217,7 @@ class ScreeningEvaluation:
     capacity: np.ndarray
     capacity_ci: np.ndarray
     problems: list[str]
+    recalibration: dict | None = None  # intercept, slope, applied, r2_raw
 
     @property
     def meaningful(self) -> bool:
@@ -221,6 +261,7 @@ class ScreeningEvaluation:
         out["meaningful"] = self.meaningful
         out["warnings"] = list(self.problems)
         out["lever"] = self.lever()
+        out["recalibration"] = self.recalibration
         return out
 
 
@@ -228,6 +269,19 @@ def _nan_to_none(x):
     if isinstance(x, list):
         return [_nan_to_none(v) for v in x]
     return None if x != x else x
+
+
+def _recalibrate(y, yhat, on: bool) -> tuple[np.ndarray, dict]:
+    """(predictions on the outcome's scale when ``on``, the record of what was done)."""
+    from icml25.worstoff.empirical import r2_score, recalibration
+
+    raw = float(r2_score(y, yhat))
+    if not on:
+        return yhat, {"applied": False, "requested": False, "intercept": 0.0, "slope": 1.0,
+                      "r2_raw": raw}
+    a, b, applied = recalibration(y, yhat)
+    return a + b * yhat, {"applied": applied, "requested": True, "intercept": a, "slope": b,
+                          "r2_raw": raw}
 
 
 def _check_step_and_warn(y, yhat, d_r2: float, warn: bool) -> list[str]:
@@ -272,8 +326,14 @@ def bootstrap_evaluation(y, yhat, alpha, beta, d_alpha: float = 0.1, d_r2: float
                          recall_targets=(0.5, 0.75, 0.9), n_boot: int = 1000,
                          level: float = 0.95, seed: int | np.random.Generator | None = 0,
                          lower_is_worse: bool = True, chunk_elements: int = 4_000_000,
-                         warn: bool = True) -> ScreeningEvaluation:
+                         warn: bool = True, recalibrate: bool = True) -> ScreeningEvaluation:
     """Empirical recall, PAR (and components) and capacity with percentile bootstrap intervals.
+
+    With ``recalibrate=True`` (default) the predictions are first put on the outcome's scale
+    by the least-squares line of ``y`` on ``yhat``
+    (:func:`~icml25.worstoff.empirical.recalibrate`, fitted once on all rows; recorded in
+    ``recalibration``): R^2, the "better model" and the PAR then do not depend on the units
+    of the predictions, only on their ranking and linear fit.
 
     People are resampled with replacement ``n_boot`` times (seeded by ``seed``); on each
     resample the quantiles, the residual-scaled "better model" (``d_r2``) and every quantity are
@@ -298,6 +358,7 @@ def bootstrap_evaluation(y, yhat, alpha, beta, d_alpha: float = 0.1, d_r2: float
         raise ValueError(f"n_boot must be at least 10, got {n_boot!r}")
     n_boot = int(n_boot)
     n = y.size
+    yhat, recal = _recalibrate(y, yhat, recalibrate)
     problems = _check_step_and_warn(y, yhat, d_r2, warn)
     point, draws = _bootstrap(y, yhat, n_boot, seed, chunk_elements,
                               lambda Y, P: _quantities(Y, P, alphas, beta, d_alpha, d_r2,
@@ -323,7 +384,8 @@ def bootstrap_evaluation(y, yhat, alpha, beta, d_alpha: float = 0.1, d_r2: float
     return ScreeningEvaluation(
         alphas=alphas, beta=beta, d_alpha=d_alpha, d_r2=d_r2, n=n, n_boot=n_boot, level=level,
         seed=seed if isinstance(seed, int) else None, recall_targets=targets,
-        r2=float(point["r2"][0]), r2_ci=ci("r2")[0], problems=problems, **fields)
+        r2=float(point["r2"][0]), r2_ci=ci("r2")[0], problems=problems,
+        recalibration=recal, **fields)
 
 
 @dataclasses.dataclass
@@ -353,10 +415,25 @@ class SmoothedPAR:
     prediction_gain: np.ndarray
     prediction_gain_ci: np.ndarray
     problems: list[str]
+    recalibration: dict | None = None
 
     @property
     def meaningful(self) -> bool:
         return not self.problems
+
+    def lever(self, cost_ratio: float = 1.0) -> list[str | None]:
+        """Per alpha, what the smoothed PAR's interval supports (:func:`par_verdict`, its
+        first word: "expand access", "improve prediction", "unclear", "neither"); None for
+        every alpha when not meaningful."""
+        return [None if v is None else v.split(":")[0] for v in self.verdicts(cost_ratio)]
+
+    def verdicts(self, cost_ratio: float = 1.0) -> list[str | None]:
+        """Per alpha, :func:`par_verdict` of the smoothed PAR's interval, with its reason."""
+        if not self.meaningful:
+            return [None] * self.alphas.size
+        saturated = (self.access_gain_ci[:, 1] <= 0) & (self.prediction_gain_ci[:, 1] <= 0)
+        return [par_verdict(lo, hi, cost_ratio, saturated=bool(s))
+                for (lo, hi), s in zip(self.par_ci, saturated, strict=True)]
 
     def to_dict(self) -> dict:
         """Plain JSON-ready dict (non-finite numbers become None)."""
@@ -369,6 +446,9 @@ class SmoothedPAR:
             out[key] = clean(getattr(self, key))
             out[f"{key}_ci"] = clean(getattr(self, f"{key}_ci"))
         out["meaningful"] = self.meaningful
+        out["lever"] = self.lever()
+        out["verdict"] = self.verdicts()
+        out["recalibration"] = self.recalibration
         return out
 
 
@@ -376,7 +456,7 @@ def smoothed_par(y, yhat, beta, d_alpha: float = 0.1, d_r2: float = 0.1, *, alph
                  bandwidth: float = 0.05, grid_points: int = 201, n_boot: int = 1000,
                  level: float = 0.95, seed: int | np.random.Generator | None = 0,
                  lower_is_worse: bool = True, chunk_elements: int = 4_000_000,
-                 warn: bool = True) -> SmoothedPAR:
+                 warn: bool = True, recalibrate: bool = True) -> SmoothedPAR:
     """The empirical PAR smoothed over alpha, with a seeded percentile-bootstrap band.
 
     The access gain V(a + d_alpha) - V(a) and the prediction gain (the residual-scaled model,
@@ -385,6 +465,7 @@ def smoothed_par(y, yhat, beta, d_alpha: float = 0.1, d_r2: float = 0.1, *, alph
     ``alphas`` (default: 0.02 ... 1 - d_alpha - 0.02), and divided. On every bootstrap resample
     the whole curve is recomputed, so the band is simultaneous in construction but pointwise
     in coverage. ``bandwidth`` -> 0 recovers the raw empirical PAR on the grid.
+    ``recalibrate`` as in :func:`bootstrap_evaluation`.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(1); yhat = rng.normal(0, .45, 3000)
@@ -413,6 +494,7 @@ def smoothed_par(y, yhat, beta, d_alpha: float = 0.1, d_r2: float = 0.1, *, alph
     alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
     if np.any(alphas < 0) or np.any(alphas > top + 1e-12) or not np.all(np.isfinite(alphas)):
         raise ValueError(f"alphas must lie in [0, 1 - d_alpha] = [0, {top:g}]")
+    yhat, recal = _recalibrate(y, yhat, recalibrate)
     problems = _check_step_and_warn(y, yhat, d_r2, warn)
     grid = np.linspace(0.0, top, int(grid_points))
     W = np.exp(-0.5 * ((alphas[:, None] - grid[None, :]) / bandwidth) ** 2)
@@ -438,7 +520,7 @@ def smoothed_par(y, yhat, beta, d_alpha: float = 0.1, d_r2: float = 0.1, *, alph
         fields[f"{key}_ci"] = np.where(out >= 1e299, np.inf, out)
     return SmoothedPAR(alphas=alphas, beta=beta, d_alpha=d_alpha, d_r2=d_r2,
                        bandwidth=bandwidth, n=y.size, n_boot=int(n_boot), level=level,
-                       problems=problems, **fields)
+                       problems=problems, recalibration=recal, **fields)
 
 
 def bootstrap_delta_alpha_star(y, yhat_better, yhat_simple, alpha, beta, *, n_boot: int = 1000,
