@@ -91,7 +91,7 @@ def test_cv_selects_a_graph_close_to_the_best_penalty_on_the_path():
     precisions themselves (refit=None picks a nearly full graph; measured in
     docs/missing_score.md, not re-run here to keep the test fast)."""
     X, adj = _chain()
-    cv = MissingScoreGGMCV(alphas=12, cv=3, random_state=0).fit(X)
+    cv = MissingScoreGGMCV(alphas=12, cv=3, selection="cv", random_state=0).fit(X)
     assert cv.alpha_ in cv.cv_alphas_ and cv.cv_results_["mean_test_loss"].shape == (12,)
     assert cv.best_estimator_.alphas_[-1] == pytest.approx(cv.alpha_)
     thr = cv.best_estimator_.threshold
@@ -118,11 +118,12 @@ def test_cv_on_the_all_rows_path_scores_its_own_edge_sets_with_one_path_fit(monk
     monkeypatch.setattr(MissingScoreGGM, "fit",
                         lambda self, X, y=None: fits.append(len(X)) or real_fit(self, X))
     cheap = dict(alphas=3, cv=3, ggm_params={"n_iter_start": 20, "n_iter_per_alpha": 2},
-                 random_state=0)
+                 selection="cv", random_state=0)
     MissingScoreGGMCV(**cheap).fit(X)  # five splits (the default), still one path fit
     MissingScoreGGMCV(candidates="fold", scheme="kfold", n_repeats=1, **cheap).fit(X)
-    # path: grid fit, the shared all-rows path, final; fold: grid fit, 3 fold paths, final
-    assert fits == [600, 600, 600, 600, 400, 400, 400, 600], fits
+    # path: grid fit, the shared all-rows path (the estimate is its point at alpha_, no
+    # second fit); fold: grid fit, 3 fold paths, final
+    assert fits == [600, 600, 600, 400, 400, 400, 600], fits
     fits.clear()
     MissingScoreGGMCV(candidates="fold", n_repeats=1, **cheap).fit(X)  # Shao: one fold each
     assert fits == [600, 200, 200, 200, 600], fits
@@ -158,7 +159,7 @@ def test_shao_scheme_refits_on_one_fold_and_scores_on_the_rest():
 
     X, _ = _chain(d=6, n=300, seed=5)
     kw = dict(alphas=4, cv=3, ggm_params={"n_iter_start": 30, "n_iter_per_alpha": 3},
-              random_state=0)
+              selection="cv", random_state=0)
     for scheme, pre in (("shao", "covariance"), ("kfold", "identity"), ("shao", "identity")):
         cv = MissingScoreGGMCV(scheme=scheme, preconditioner=pre, **kw).fit(X)
         path = cv._ggm(alpha=float(cv.cv_alphas_[-1]), alpha_max=float(cv.cv_alphas_[0]),
@@ -188,7 +189,7 @@ def test_n_repeats_averages_fresh_splits_and_keeps_the_first():
     the others are different shuffles of the rows, and the mean is over all K x R splits."""
     X, _ = _chain(d=6, n=300, seed=5)
     kw = dict(alphas=4, cv=3, ggm_params={"n_iter_start": 30, "n_iter_per_alpha": 3},
-              random_state=0)
+              selection="cv", random_state=0)
     one = MissingScoreGGMCV(n_repeats=1, **kw).fit(X)
     three = MissingScoreGGMCV(n_repeats=3, **kw).fit(X)
     assert "split2_test_loss" in one.cv_results_ and "split3_test_loss" not in one.cv_results_

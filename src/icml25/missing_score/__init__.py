@@ -9,10 +9,12 @@ Needs the ``torch`` extra. Public names:
   ``marginal_terms``, ``Objective``, ``fit_density``
 - Gaussian closed forms: ``exact_marginal_loss``, ``marginal_precision``, ``fisher_divergence``,
   ``exact_conditional_sampler``, ``zeroed_population_minimiser``
-- estimators: ``MissingScoreGGM``, ``MissingScoreGGMCV`` (penalty by K-fold CV or extended BIC,
+- estimators: ``MissingScoreGGM`` (``alpha="auto"``: penalty by extended BIC by default, or
+  StARS / CV), ``MissingScoreGGMCV`` (penalty by extended BIC, StARS (``stars_index``) or CV,
   ``held_out_loss``, ``ebic_path``, ``extended_bic``, ``observed_loglik``,
   ``support_refit``); baselines ``glasso_mean_impute``, ``glasso_pairwise``, ``em_glasso``,
   ``em_gaussian``
+- transforms: ``nonparanormal`` (rank-based Gaussian copula, NaN-aware)
 - data: ``star_precision``, ``dense_precision``, ``mcar_mask``, ``sample_gaussian``
 """
 
@@ -63,16 +65,20 @@ from icml25.missing_score.objectives import (  # noqa: E402
     zeroed_loss,
 )
 from icml25.missing_score.selection import (  # noqa: E402
+    DensestPenaltyWarning,
     MissingScoreGGMCV,
     ebic_path,
     extended_bic,
     held_out_loss,
     observed_loglik,
+    stars_index,
     support_refit,
 )
+from icml25.missing_score.transforms import nonparanormal  # noqa: E402
 from icml25.missing_score.variational import VariationalImputer  # noqa: E402
 
 __all__ = [
+    "DensestPenaltyWarning",
     "GlassoPath",
     "MissingScoreGGM",
     "MissingScoreGGMCV",
@@ -82,6 +88,8 @@ __all__ = [
     "held_out_loss",
     "observed_loglik",
     "support_refit",
+    "stars_index",
+    "nonparanormal",
     "dense_precision",
     "em_gaussian",
     "em_glasso",

@@ -37,7 +37,17 @@ def graph(
              "point's edge set refitted by Gaussian likelihood on one of --cv folds and scored "
              "on the others by the held-out score-matching loss of the observed coordinates, "
              "preconditioned by the fold's covariance; the minimum) or cv-1se (the sparsest "
-             "penalty within one standard error of that minimum).")] = "ebic",
+             "penalty within one standard error of that minimum) or stars (StARS stability "
+             "selection: the path on --stars-subsamples row subsamples that keep their "
+             "missing cells; the densest penalty whose edge instability stays under "
+             "--stars-beta; about that many times the cost of ebic).")] = "ebic",
+    stars_beta: Annotated[float, typer.Option(
+        min=0.001, max=0.499, help="StARS instability bound (Liu et al.'s 0.05).")] = 0.05,
+    stars_subsamples: Annotated[int, typer.Option(
+        min=2, help="StARS row subsamples (each of 10 sqrt(n) rows, at most 80%).")] = 20,
+    transform: Annotated[str, typer.Option(
+        help="none | nonparanormal: replace each column's observed values by rank-based "
+             "normal scores before fitting (skewed or heavy-tailed variables).")] = "none",
     ebic_gamma: Annotated[float, typer.Option(
         min=0.0, help="Extended-BIC gamma (0 = BIC; larger = sparser).")] = 0.5,
     cv: Annotated[int, typer.Option(min=2, help="Folds for --selection cv / cv-1se.")] = 5,
@@ -88,12 +98,21 @@ def graph(
     from icml25.missing_score import MissingScoreGGM, MissingScoreGGMCV
 
     pd = None if positive_definite == "none" else positive_definite
+    from icml25.missing_score.transforms import TRANSFORMS
+
+    tf = None if transform == "none" else transform
+    if tf not in TRANSFORMS:
+        typer.echo(f"error: --transform must be none or nonparanormal, got {transform!r}",
+                   err=True)
+        raise typer.Exit(2)
     auto = alpha.strip().lower() == "auto"
     if auto:
         extra = {} if cv_repeats is None else {"n_repeats": cv_repeats}
         est = MissingScoreGGMCV(method=method, alphas=n_alphas or 20, cv=cv,
                                 selection=selection, ebic_gamma=ebic_gamma, scheme=cv_scheme,
-                                positive_definite=pd, random_state=seed, **extra)
+                                stars_beta=stars_beta, stars_subsamples=stars_subsamples,
+                                marginal_transform=tf, positive_definite=pd,
+                                random_state=seed, **extra)
     else:
         try:
             alpha_value = float(alpha)
@@ -104,7 +123,7 @@ def graph(
                        err=True)
             raise typer.Exit(2) from None
         est = MissingScoreGGM(method=method, alpha=alpha_value, n_alphas=n_alphas or 30,
-                              positive_definite=pd, random_state=seed)
+                              marginal_transform=tf, positive_definite=pd, random_state=seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -123,6 +142,11 @@ def graph(
             r = est.ebic_results_
             cv_report.update({"gamma": ebic_gamma, "ebic": _floats(r["ebic"]),
                               "n_edges": [int(k) for k in r["n_edges"]]})
+        elif selection == "stars":
+            r = est.stars_results_
+            cv_report.update({"beta": r["beta"], "subsamples": r["n_subsamples"],
+                              "subsample_size": r["subsample_size"],
+                              "instability": _floats(r["instability"])})
         else:
             cv_report.update({"folds": cv, "repeats": est.n_repeats, "refit": est.refit,
                               "preconditioner": est.preconditioner, "scheme": est.scheme,
@@ -145,11 +169,12 @@ def graph(
         fig_path = (figure or data.with_name(data.stem + "_graph")).with_suffix(".png")
         _figure(est, names, pcorr, fig_path, alpha_used, cv_report)
     if as_json:
-        typer.echo(json.dumps({"method": method, "alpha": alpha_used,
+        typer.echo(json.dumps({"method": method, "alpha": alpha_used, "transform": tf,
                                "alpha_selection": selection if auto else "fixed",
                                "selection": cv_report,
                                # the key of earlier versions, for CV selections
-                               "cv": cv_report if auto and selection != "ebic" else None,
+                               "cv": cv_report if auto and selection in ("cv", "cv-1se")
+                               else None,
                                "n_samples": int(X.shape[0]), "rows": sel.to_dict(),
                                "positive_definite_shift": float(est.pd_shift_),
                                "nodes": names, "edges": edges,
@@ -158,13 +183,15 @@ def graph(
     from rich.console import Console
     from rich.table import Table
 
-    reps = "" if not auto or selection == "ebic" or cv_report.get("repeats", 1) == 1 \
+    reps = "" if not auto or selection in ("ebic", "stars") or cv_report.get("repeats", 1) == 1 \
         else f" x {cv_report['repeats']} splits"
     how = {"ebic": f"extended BIC, gamma={ebic_gamma:g}",
+           "stars": f"StARS, beta={stars_beta:g}, {stars_subsamples} subsamples",
            "cv": f"{cv}-fold{reps} {cv_scheme} CV",
            "cv-1se": f"{cv}-fold{reps} {cv_scheme} CV, one-SE rule"}.get(selection, selection)
     chosen = f"alpha={alpha_used:.4g}" + (f" (chosen by {how})" if auto else "")
-    table = Table(title=f"{len(edges)} edge(s), method={method}, {chosen}, "
+    tf_note = f", {tf} transform" if tf else ""
+    table = Table(title=f"{len(edges)} edge(s), method={method}{tf_note}, {chosen}, "
                   f"{X.shape[0]} rows, {np.isnan(X).mean():.0%} missing")
     for col in ("source", "target", "score", "partial corr."):
         table.add_column(col)
@@ -219,6 +246,11 @@ def _figure(est, names, pcorr, path: Path, alpha_used: float, cv_report=None) ->
             ax3.plot(cv_report["alphas"], cv_report["ebic"], marker="o", ms=3)
             ax3.set(ylabel="extended BIC", title=f"extended BIC, gamma={cv_report['gamma']:g} "
                                                  "(likelihood refit)")
+        elif cv_report["selection"] == "stars":
+            ax3.plot(cv_report["alphas"], cv_report["instability"], marker="o", ms=3)
+            ax3.axhline(cv_report["beta"], color="tab:red", ls="--", lw=1)
+            ax3.set(ylabel="edge instability", title=f"StARS, {cv_report['subsamples']} "
+                                                     f"subsamples of {cv_report['subsample_size']}")
         else:
             m, sd = np.asarray(cv_report["mean_test_loss"]), np.asarray(cv_report["std_test_loss"])
             ax3.errorbar(cv_report["alphas"], m, yerr=sd / np.sqrt(cv_report["folds"]),

@@ -31,11 +31,34 @@ class MissingScoreGGM(BaseEstimator):
     method : {"iw", "variational", "em", "zeroed", "complete"}
         Marg-IW (default), Marg-Var, the EM baseline, the biased zeroed baseline, or ordinary
         score matching on complete rows only.
-    alpha : float
-        Final (smallest) L1 penalty on off-diagonal precision entries; the path runs from
-        ``alpha_max`` down to it.
+    alpha : "auto" or float, default="auto"
+        ``"auto"``: the penalty is chosen along a path scaled to the data, from ``alpha_max``
+        (no edge) down to ``eps * alpha_max``, by ``selection`` (through
+        :class:`~icml25.missing_score.MissingScoreGGMCV`, with its path polishing); the
+        chosen value is ``alpha_``. A number fixes the final (smallest) L1 penalty on the
+        off-diagonal precision entries; the path runs from ``alpha_max`` down to it. A fixed
+        penalty is not comparable across data sets: the loss gradient that an edge must beat
+        grows with the strength of the dependence and shrinks with n only as 1/sqrt(n), so
+        a small number such as 0.01 is far below the noise level of the path's largest
+        penalty and keeps every edge (docs/missing_score-practice.md).
+    selection : {"ebic", "stars", "cv", "cv-1se"}, default="ebic"
+        How ``alpha="auto"`` chooses: extended BIC of the observed-data Gaussian likelihood
+        (one path fit), StARS stability selection on row subsamples that keep their missing
+        entries, or cross-validation of the held-out score-matching loss (K path refits; the
+        slowest). Ignored for a numeric ``alpha``.
+    eps : float, default=0.03
+        Smallest / largest penalty of the ``alpha="auto"`` path.
+    marginal_transform : {None, "nonparanormal"}, default=None
+        Marginal transform applied before fitting: ``"nonparanormal"`` replaces each
+        column's observed values by their rank-based normal scores
+        (:func:`~icml25.missing_score.transforms.nonparanormal`), for skewed or
+        heavy-tailed variables; ``precision_`` is then that of the transformed data.
+    selection_params : dict or None
+        Further :class:`~icml25.missing_score.MissingScoreGGMCV` parameters for
+        ``alpha="auto"`` (``ebic_gamma``, ``stars_beta``, ``stars_subsamples``, ``cv``, ...).
     n_alphas : int
-        Number of penalties on the (log-spaced) path.
+        Number of penalties on the (log-spaced) path (default 30; with ``alpha="auto"``, 20
+        unless set).
     alpha_max : float or None
         First penalty; None = the smallest one at which every edge is zero (from the loss
         gradient after the diagonal-only warm start).
@@ -96,6 +119,16 @@ class MissingScoreGGM(BaseEstimator):
         entry time, is not fooled by SGD noise briefly lifting an entry above ``threshold``.
     edge_presence_ : (d, d) the fraction of the path's penalties at which |P_ij| > threshold.
     n_features_in_ : int
+    alpha_ : float
+        The penalty of ``precision_`` (the chosen one with ``alpha="auto"``).
+    selection_ : MissingScoreGGMCV or None
+        With ``alpha="auto"``, the fitted selector (its ``ebic_results_``,
+        ``stars_results_`` or ``cv_results_`` hold the curve); None for a fixed ``alpha``.
+
+    Warns
+    -----
+    DensestPenaltyWarning
+        With ``alpha="auto"``, when the chosen penalty is the smallest of the path.
 
     Examples
     --------
@@ -104,9 +137,15 @@ class MissingScoreGGM(BaseEstimator):
     >>> est = MissingScoreGGM(alpha=0.01, n_alphas=5, random_state=0).fit(X)
     >>> est.precision_.shape, bool(np.isfinite(est.edge_scores_).all())
     ((4, 4), True)
+    >>> auto = MissingScoreGGM(n_alphas=8, random_state=0).fit(X)  # EBIC along the path
+    >>> len(auto.edges()) <= 1  # independent columns: (almost) no edge
+    True
     """
 
-    def __init__(self, method: str = "iw", alpha: float = 0.01, *, n_alphas: int = 30,
+    def __init__(self, method: str = "iw", alpha: float | str = "auto", *,
+                 selection: str = "ebic", eps: float = 0.03,
+                 marginal_transform: str | None = None,
+                 selection_params: dict | None = None, n_alphas: int | None = None,
                  alpha_max: float | None = None, n_iter_start: int = 200,
                  n_iter_per_alpha: int = 10, lr: float = 0.025, batch_size: int = 100,
                  n_draws: int = 10, proposal_scale: float = 1.0, threshold: float = 0.002,
@@ -118,6 +157,10 @@ class MissingScoreGGM(BaseEstimator):
                  random_state=None):
         self.method = method
         self.alpha = alpha
+        self.selection = selection
+        self.eps = eps
+        self.marginal_transform = marginal_transform
+        self.selection_params = selection_params
         self.n_alphas = n_alphas
         self.alpha_max = alpha_max
         self.n_iter_start = n_iter_start
@@ -148,7 +191,14 @@ class MissingScoreGGM(BaseEstimator):
     def _check_params(self):
         if self.method not in _GGM_METHODS:
             raise ValueError(f"method must be one of {_GGM_METHODS}, got {self.method!r}")
-        for name in ("alpha", "threshold"):
+        if isinstance(self.alpha, str) and self.alpha != "auto":
+            raise ValueError(f"alpha must be 'auto' or a finite number >= 0, got {self.alpha!r}")
+        from icml25.missing_score.transforms import TRANSFORMS
+
+        if self.marginal_transform not in TRANSFORMS:
+            raise ValueError(f"marginal_transform must be one of {TRANSFORMS}, got "
+                             f"{self.marginal_transform!r}")
+        for name in (("threshold",) if self.alpha == "auto" else ("alpha", "threshold")):
             v = getattr(self, name)
             if not (isinstance(v, int | float) and np.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
@@ -156,7 +206,9 @@ class MissingScoreGGM(BaseEstimator):
             v = getattr(self, name)
             if not (isinstance(v, int | float) and np.isfinite(v) and v > 0):
                 raise ValueError(f"{name} must be a positive number, got {v!r}")
-        for name in ("n_alphas", "n_iter_per_alpha", "batch_size", "n_draws"):
+        if self.n_alphas is not None and int(self.n_alphas) < 1:
+            raise ValueError(f"n_alphas must be >= 1, got {self.n_alphas!r}")
+        for name in ("n_iter_per_alpha", "batch_size", "n_draws"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if self.n_threads is not None and int(self.n_threads) < 1:
@@ -188,6 +240,8 @@ class MissingScoreGGM(BaseEstimator):
     def fit(self, X, y=None):
         """Fit the path on X (n_samples, n_features); NaN marks a missing entry."""
         self._check_params()
+        if self.alpha == "auto":
+            return self._fit_auto(X)
         if self.n_threads is None:
             return self._fit(X)
         old = torch.get_num_threads()
@@ -197,8 +251,42 @@ class MissingScoreGGM(BaseEstimator):
         finally:
             torch.set_num_threads(old)
 
+    _SELECTOR_OWNED = ("method", "alpha", "selection", "eps", "marginal_transform",
+                       "selection_params", "n_alphas", "alpha_max", "n_iter_path_polish",
+                       "positive_definite", "pd_floor", "random_state")
+
+    def _fit_auto(self, X):
+        """alpha="auto": the penalty chosen by ``selection`` along a data-scaled path."""
+        from icml25.missing_score.selection import MissingScoreGGMCV
+
+        ggm = {k: v for k, v in self.get_params(deep=False).items()
+               if k not in self._SELECTOR_OWNED}
+        kw = dict(self.selection_params or {})
+        bad = {"method", "alphas", "eps", "selection", "marginal_transform", "ggm_params",
+               "positive_definite", "pd_floor", "random_state"} & set(kw)
+        if bad:
+            raise ValueError(f"selection_params may not set {sorted(bad)}: they are this "
+                             "estimator's own parameters")
+        sel = MissingScoreGGMCV(
+            method=self.method, alphas=int(self.n_alphas or 20), eps=self.eps,
+            selection=self.selection, marginal_transform=self.marginal_transform,
+            positive_definite=self.positive_definite, pd_floor=self.pd_floor,
+            ggm_params=ggm, random_state=self.random_state, **kw)
+        sel.fit(X)
+        best = sel.best_estimator_
+        for name in ("precision_", "covariance_", "location_", "scale_", "alphas_", "path_",
+                     "edge_scores_", "edge_presence_", "n_features_in_", "pd_shift_"):
+            setattr(self, name, getattr(best, name))
+        self.alpha_ = float(sel.alpha_)
+        self.selection_ = sel
+        return self
+
     def _fit(self, X):
+        from icml25.missing_score.transforms import apply_transform
+
         Xc, obs, _ = check_missing_array(X)
+        if self.marginal_transform is not None:
+            Xc = apply_transform(np.where(obs, Xc, np.nan), self.marginal_transform)
         n, d = Xc.shape
         self.n_features_in_ = d
         loc = np.array([Xc[obs[:, j], j].mean() for j in range(d)])
@@ -250,11 +338,12 @@ class MissingScoreGGM(BaseEstimator):
         alpha_max = self.alpha_max if self.alpha_max is not None else self._entry_alpha(
             objective, model, x0, ob)
         alpha_max = max(float(alpha_max), float(self.alpha))
-        if int(self.n_alphas) == 1 or alpha_max <= self.alpha:
+        n_alphas = 30 if self.n_alphas is None else int(self.n_alphas)
+        if n_alphas == 1 or alpha_max <= self.alpha:
             alphas = np.array([float(self.alpha)])
         else:
             lo = max(float(self.alpha), alpha_max * 1e-6)
-            alphas = np.geomspace(alpha_max, lo, int(self.n_alphas))
+            alphas = np.geomspace(alpha_max, lo, n_alphas)
             alphas[-1] = float(self.alpha)
         path = np.empty((len(alphas), d, d))
         scores, presence = np.zeros((d, d)), np.zeros((d, d))
@@ -285,6 +374,8 @@ class MissingScoreGGM(BaseEstimator):
         self.precision_, self.pd_shift_ = _project_pd(final, self.positive_definite,
                                                       float(self.pd_floor))
         self.covariance_ = _covariance(self.precision_)
+        self.alpha_ = float(alphas[-1])
+        self.selection_ = None
         return self
 
     @staticmethod
@@ -317,13 +408,17 @@ class MissingScoreGGM(BaseEstimator):
         return float((sum(grads) / x0.shape[0]).abs().max()) * 1.05
 
     def edges(self, threshold: float | None = None):
-        """Edges (i, j, score) with i < j and score > threshold (default: present at alpha),
-        sorted by decreasing score."""
+        """Edges (i, j, score) with i < j, sorted by decreasing score: by default those of
+        ``precision_`` (|P_ij| > ``self.threshold`` in standardised units); with
+        ``threshold``, those whose score exceeds it."""
         check_is_fitted(self)
         S = self.edge_scores_
-        thr = 0.0 if threshold is None else float(threshold)
         i, j = np.triu_indices_from(S, 1)
-        keep = S[i, j] > thr
+        if threshold is None:  # the graph of precision_: |P_ij| > self.threshold, standardised
+            Pz = self.precision_ * np.outer(self.scale_, self.scale_)
+            keep = np.abs(Pz[i, j]) > self.threshold
+        else:
+            keep = S[i, j] > float(threshold)
         out = sorted(zip(i[keep].tolist(), j[keep].tolist(), S[i, j][keep].tolist(),
                          strict=True), key=lambda e: -e[2])
         return out
