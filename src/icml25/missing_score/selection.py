@@ -308,8 +308,8 @@ class MissingScoreGGMCV(BaseEstimator):
     selection : {"ebic", "stars", "cv", "cv-1se"}, default="ebic"
         The rule: the extended-BIC minimum (default: one path fit, the cheapest), StARS
         stability selection, the CV minimum, or the sparsest penalty within one standard
-        error of it. The default was "cv" before; CV costs 5-30x EBIC and chose the same
-        penalty on 7 of 10 masks (docs/missing_score-practice.md).
+        error of it. The default was "cv" before; CV refits every path point on every
+        split, several times the cost of EBIC (docs/missing_score-practice.md).
     ebic_gamma : float
         Extended-BIC gamma (0 = BIC; 0.5 is Foygel & Drton's default).
     stars_beta : float, default=0.05
