@@ -139,3 +139,72 @@ def test_precision_and_cv_plus(tmp_path):
     out = json.loads(res.stdout)
     assert out["rank"] == 55 and len(out["intervals"]) == 60  # ceil(0.9 * 61)
     assert run("cv-plus", train, "--target", "nope").exit_code == 2
+
+
+# --------------------------------------------------------------------------- cv-plus files
+def _xy(n=60, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    return X, X @ [1.0, 2.0] + rng.normal(size=n)
+
+
+def test_cv_plus_without_predict_is_refused(tmp_path):
+    X, t = _xy()
+    train = tmp_path / "t.csv"
+    np.savetxt(train, np.c_[X, t], delimiter=",", header="a,b,y", comments="")
+    res = run("cv-plus", train, "--target", "y")
+    assert res.exit_code == 2 and "--predict" in res.output and res.stdout == ""
+
+
+def test_cv_plus_keys_intervals_by_line_or_id_after_dropna(tmp_path):
+    X, t = _xy()
+    train = tmp_path / "t.csv"
+    np.savetxt(train, np.c_[X, t], delimiter=",", header="a,b,y", comments="")
+    pred = tmp_path / "p.csv"
+    pred.write_text("id,a,b\nr1,0.0,0.0\nr2,,1.0\nr3,1.0,1.0\n")
+    res = run("cv-plus", train, "--target", "y", "--predict", pred, "--dropna")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["id"] == "line" and set(out["intervals"]) == {"2", "4"}  # line 3 dropped
+    lo, hi = out["intervals"]["4"]
+    assert lo < 3.0 < hi  # x = (1, 1): y = 3 on average
+    res = run("cv-plus", train, "--target", "y", "--predict", pred, "--dropna", "--id", "id")
+    out = json.loads(res.stdout)
+    assert out["id"] == "id" and set(out["intervals"]) == {"r1", "r3"}
+    assert out["intervals"]["r3"] == [lo, hi]
+    dup = tmp_path / "dup.csv"
+    dup.write_text("id,a,b\nr1,0,0\nr1,1,1\n")
+    res = run("cv-plus", train, "--target", "y", "--predict", dup, "--id", "id")
+    assert res.exit_code == 2 and "unique" in res.output
+
+
+def test_cv_plus_headerless_files_and_target_by_index(tmp_path):
+    X, t = _xy()
+    train = tmp_path / "t.csv"
+    np.savetxt(train, np.c_[t, X], delimiter=",")  # no header: target in column 0
+    # the old reader took the first data row as the header; now the row is data
+    res = run("cv-plus", train, "--target", "y", "--predict", train)
+    assert res.exit_code == 2 and "0-based column index" in res.output
+    res = run("cv-plus", train, "--target", "0", "--predict", train)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["n"] == 60 and len(out["intervals"]) == 60
+    assert list(out["intervals"])[:2] == ["1", "2"]
+    named = tmp_path / "n.csv"
+    np.savetxt(named, np.c_[t, X], delimiter=",", header="y,a,b", comments="")
+    same = json.loads(run("cv-plus", named, "--target", "0", "--predict", train).stdout)
+    assert same["intervals"]["1"] == out["intervals"]["1"]  # the name and index agree
+    feats = tmp_path / "f.csv"
+    np.savetxt(feats, X[:3], delimiter=",")  # features only, no target column
+    res = json.loads(run("cv-plus", train, "--target", "0", "--predict", feats).stdout)
+    assert res["intervals"]["1"] == out["intervals"]["1"]
+
+
+def test_cv_plus_ambiguous_header_is_an_error(tmp_path):
+    X, t = _xy()
+    train = tmp_path / "t.csv"
+    np.savetxt(train, np.c_[X, t], delimiter=",", header="a,2020,y", comments="")
+    res = run("cv-plus", train, "--target", "y", "--predict", train)
+    assert res.exit_code == 2 and "--header" in res.output and "--no-header" in res.output
+    res = run("cv-plus", train, "--target", "y", "--predict", train, "--header")
+    assert res.exit_code == 0, res.output

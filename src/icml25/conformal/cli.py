@@ -348,33 +348,110 @@ def precision(
     _emit(out, warnings=caught)
 
 
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell.replace(",", "."))
+    except ValueError:
+        return False
+    return True
+
+
+def _read_with_header(path: Path, header: bool | None):
+    """A table whose header row is detected, or forced by ``--header`` / ``--no-header``.
+
+    Detection: a first row of names only is a header, a first row of numbers only is data;
+    a first row that mixes both (``y,2020,x3``, or a data row with a text id) is ambiguous and
+    refused with a message naming the row and the two options.
+    """
+    if header is not None:
+        return _read_table(path, header_row=header)
+    raw = _read_table(path, header_row=False)
+    first = [c[0] for c in raw.cells if c]
+    numeric = [c for c in first if c == "" or _is_number(c)]
+    if numeric and len(numeric) < len(first):
+        _fail(f"{path}: cannot tell whether line {raw.lines[0]} ({', '.join(first[:6])}"
+              f"{', ...' if len(first) > 6 else ''}) is a header: it mixes names and numbers. "
+              "Pass --header (it names the columns) or --no-header (it is data).")
+    return _read_table(path, header_row=not numeric)
+
+
+def _pick(table, column: str, what: str) -> int:
+    """0-based index of ``column`` (a name, or a 0-based index; negative counts from the end)."""
+    if column in table.columns:
+        return table.columns.index(column)
+    try:
+        j = int(column)
+        table.columns[j]
+    except (ValueError, IndexError):
+        if not table.has_header:
+            _fail(f"{table.path} has no header row (its first line is all numbers), so {what} "
+                  f"{column!r} must be a 0-based column index (0 to {len(table.columns) - 1}); "
+                  "or add a header line, or pass --header")
+        _fail(f"no column {column!r} in {table.path} (header: {table.columns}); {what} takes "
+              "a name or a 0-based index")
+    return j % len(table.columns)
+
+
+def _row_ids(table, sel, id_col: int | None) -> list[str]:
+    """One id per kept row: the ``--id`` column's cell, else the row's line in the file."""
+    if id_col is None:
+        return [str(line) for line in sel.lines]
+    where = {line: i for i, line in enumerate(table.lines)}
+    ids = [table.cells[id_col][where[line]] for line in sel.lines]
+    seen: set[str] = set()
+    dup = next((v for v in ids if v in seen or seen.add(v)), None)
+    if dup is not None:
+        _fail(f"{table.path}: the id column {table.columns[id_col]!r} repeats {dup!r}; "
+              "row ids must be unique")
+    return ids
+
+
 @app.command("cv-plus")
 def cv_plus(
-    train: Annotated[Path, typer.Argument(help="CSV with a header: features and the target.")],
-    target: Annotated[str, typer.Option(help="Target column name.")],
-    predict: Annotated[Path | None, typer.Option(help="CSV of rows to predict (same features).")
-                       ] = None,
+    train: Annotated[Path, typer.Argument(help="CSV: features and the target (header optional).")],
+    target: Annotated[str, typer.Option(help="Target column: name or 0-based index.")],
+    predict: Annotated[Path | None, typer.Option(
+        help="CSV of rows to predict (same feature columns). Required.")] = None,
     cv: Annotated[str, typer.Option(help="Folds K (CV+) or 'jackknife+'.")] = "5",
     alpha: AlphaOpt = 0.1,
     method: Annotated[str, typer.Option(help="split (published CV+), crc, bq or rcps.")
                       ] = "split",
+    id_column: Annotated[str | None, typer.Option(
+        "--id", help="Column (name or 0-based index) holding row ids; it is not a feature. "
+                     "Default: rows are keyed by their line in the --predict file.")] = None,
+    header: Annotated[bool | None, typer.Option(
+        "--header/--no-header", help="Whether the first line names the columns (default: "
+                                     "detected; a first line mixing names and numbers is an "
+                                     "error).")] = None,
     seed: Annotated[int, typer.Option(min=0)] = 0,
     on_missing: OnMissing = None,
     dropna: DropNA = False,
 ) -> None:
-    """CV+ / jackknife+ intervals with a linear model (no separate calibration set), as JSON."""
-    import numpy as np
+    """CV+ / jackknife+ intervals with a linear model (no separate calibration set), as JSON.
+
+    ``intervals`` maps each row id of the --predict file (its line number, or its --id value)
+    to [lower, upper], so rows dropped by --dropna cannot be mismatched.
+    """
 
     from icml25.conformal import ConformalRegressor
 
+    if predict is None:
+        _fail("cv-plus needs --predict FILE: the rows to give intervals for (CV+ refits its "
+              "fold models on TRAIN and has nothing to print without them)")
     policy = _policy(on_missing, dropna)
-    tab = _read_table(train, header_row=True)
-    header = tab.columns
-    if target not in header:
-        _fail(f"no column {target!r} in {train} (header: {header})")
-    j = header.index(target)
-    data = _numeric(tab, None, policy).X
-    X, y = np.delete(data, j, axis=1), data[:, j]
+    tab = _read_with_header(train, header)
+    j = _pick(tab, target, "--target")
+    # --id names a column of the --predict file; a training column of that name is no feature
+    k = (tab.columns.index(id_column) if id_column is not None and tab.has_header
+         and id_column in tab.columns else None)
+    if k == j:
+        _fail("--id and --target name the same column")
+    feat_idx = [i for i in range(len(tab.columns)) if i not in (j, k)]
+    if not feat_idx:
+        _fail(f"{train} has no feature column besides the target")
+    names = [tab.columns[i] for i in feat_idx]
+    sel = _numeric(tab, [*names, tab.columns[j]], policy)
+    X, y = sel.X[:, :-1], sel.X[:, -1]
     folds = cv if cv == "jackknife+" else (int(cv) if cv.isdigit() else cv)
     try:
         reg = ConformalRegressor(method=method, alpha=alpha, cv=folds, random_state=seed).fit(X, y)
@@ -382,11 +459,26 @@ def cv_plus(
         _fail(str(exc))
     out = {"n": int(y.size), "cv": folds, "method": method, "alpha": alpha,
            "rank": int(reg.cv_rank_), "infinite": bool(reg.cv_rank_ > y.size)}
-    if predict is not None:
-        ptab = _read_table(predict, header_row=True)
-        feats = [h for h in header if h != target]
-        if not set(feats) <= set(ptab.columns):
-            _fail(f"{predict} must hold the feature columns {feats} (it has {ptab.columns})")
-        xp = _numeric(ptab, feats, policy).X
-        out["intervals"] = reg.predict_interval(xp).tolist()
+    ptab = _read_with_header(predict, header)
+    pk = None if id_column is None else _pick(ptab, id_column, "--id")
+    if tab.has_header and ptab.has_header:
+        missing = [f for f in names if f not in ptab.columns]
+        if missing:
+            _fail(f"{predict} must hold the feature columns {names} (it lacks {missing})")
+        pnames = names
+    else:  # positional: the features in training order, with or without the target column
+        rest = [i for i in range(len(ptab.columns)) if i != pk]
+        if len(rest) == len(feat_idx) + 1:
+            rest = [c for c in rest if c != rest[j - sum(1 for i in (k,) if i is not None
+                                                          and i < j)]]
+        if len(rest) != len(feat_idx):
+            _fail(f"{predict} has {len(ptab.columns)} columns; without a header on both files "
+                  f"it must hold the {len(feat_idx)} features in training order (the target "
+                  "column may stay in its place; an --id column is set aside)")
+        pnames = [ptab.columns[i] for i in rest]
+    psel = _numeric(ptab, pnames, policy)
+    ids = _row_ids(ptab, psel, pk)
+    iv = reg.predict_interval(psel.X)
+    out["id"] = "line" if pk is None else ptab.columns[pk]
+    out["intervals"] = dict(zip(ids, iv.tolist(), strict=True))
     _emit(out)

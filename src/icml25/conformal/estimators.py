@@ -50,6 +50,20 @@ def _check_groups(groups, n: int, where: str) -> np.ndarray:
     return arr
 
 
+def _alpha_levels(alpha) -> tuple[tuple, bool]:
+    """(levels, is_sequence): a scalar alpha or a 1-D sequence of them (MAPIE's shape)."""
+    if isinstance(alpha, str) or np.ndim(alpha) == 0:
+        return (alpha,), False
+    arr = np.asarray(alpha, dtype=object)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"alpha must be a number in (0, 1) or a non-empty 1-D sequence of "
+                         f"them, got {alpha!r}")
+    levels = tuple(arr.tolist())
+    if len(set(map(repr, levels))) != len(levels):
+        raise ValueError(f"alpha levels must be distinct, got {alpha!r}")
+    return levels, True
+
+
 def _plain(value):
     """A numpy scalar as the Python value (for dict keys and messages)."""
     return value.item() if isinstance(value, np.generic) else value
@@ -59,24 +73,46 @@ class _ConformalMixin(MetaEstimatorMixin):
     """Shared parameter checks, train/calibration split, (Mondrian) calibration and plotting."""
 
     def _check_params(self) -> RuleSpec:
-        """Validate the parameters once; the returned request is passed down unchanged.
+        """Validate the parameters once for a single ``alpha``; the request is passed down."""
+        levels, multi = _alpha_levels(self.alpha)
+        if multi:
+            raise ValueError(f"{type(self).__name__} takes one alpha, got {self.alpha!r}")
+        return self._check_specs()[0]
+
+    def _check_specs(self) -> list[RuleSpec]:
+        """Validate the parameters once: one rule request per level of ``alpha``.
 
         ``random_state`` seeds both the train/calibration split and the Monte Carlo draws
         (the common random numbers of the ``bq`` posterior when it has no closed form).
         """
-        spec = RuleSpec.make(self.method, self.alpha, self.beta, self.bound, self.concentration,
-                             self.n_draws, self.random_state)
+        levels, multi = _alpha_levels(self.alpha)
+        specs = [RuleSpec.make(self.method, a, self.beta, self.bound, self.concentration,
+                               self.n_draws, self.random_state) for a in levels]
+        if multi and len({s.random_state for s in specs}) > 1:  # one seed for every level
+            import dataclasses
+
+            specs = [dataclasses.replace(s, random_state=specs[0].random_state) for s in specs]
         size = self.calibration_size
         if not (isinstance(size, float) and 0 < size < 1
-                or isinstance(size, int | np.integer) and not isinstance(size, bool) and size > 0):
-            raise ValueError(f"calibration_size must be a float in (0, 1) or a positive int, "
+                or isinstance(size, int | np.integer) and not isinstance(size, bool)
+                and size >= 0):
+            raise ValueError(f"calibration_size must be a float in (0, 1) or an int >= 0 "
+                             f"(0: train on all of fit's data, then calibrate(X_cal, y_cal)), "
                              f"got {size!r}")
-        return spec
+        self.alphas_ = np.array([s.alpha for s in specs])
+        self.multi_alpha_ = multi
+        return specs
+
+    def _calibration_deferred(self) -> bool:
+        size = self.calibration_size
+        return not self.prefit and not isinstance(size, float) and int(size) == 0
 
     def _split(self, X, y, groups=None):
         """(X_train, y_train, X_cal, y_cal, groups_cal); with prefit all is calibration data."""
         if self.prefit:
             return None, None, X, y, groups
+        if self._calibration_deferred():  # train on everything; calibrate() comes later
+            return X, y, None, None, None
         n = X.shape[0]
         size = self.calibration_size
         n_cal = int(round(size * n)) if isinstance(size, float) else int(size)
@@ -128,8 +164,35 @@ class _ConformalMixin(MetaEstimatorMixin):
                 f"label always in the set). Merge small groups or collect more calibration data.",
                 InfeasibleRiskWarning, stacklevel=4)
 
+    def _calibrate_levels(self, scores, specs: list[RuleSpec], groups=None,
+                          values=None) -> None:
+        """:meth:`_calibrate_scores` once per alpha level; with several levels ``lambda_``
+        gains a last axis (one column per level) and ``calibration_`` / ``risk_posterior_``
+        become lists in the order of ``alphas_``."""
+        if not self.multi_alpha_:
+            self._calibrate_scores(scores, specs[0], groups, values)
+            return
+        lams, cals, posts = [], [], []
+        for spec in specs:
+            self._calibrate_scores(scores, spec, groups, values)
+            lams.append(np.asarray(self.lambda_, dtype=float))
+            cals.append(self.calibration_)
+            posts.append(self.risk_posterior_)
+        self.lambda_ = np.stack(lams, axis=-1)
+        self.calibration_, self.risk_posterior_ = cals, posts
+
+    def _check_calibrated(self) -> None:
+        if not hasattr(self, "lambda_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError(
+                f"this {type(self).__name__} was fitted with calibration_size=0 and is not "
+                "calibrated yet: call calibrate(X_cal, y_cal) on held-out data before "
+                "predicting intervals or sets")
+
     def _row_lambdas(self, groups, n: int):
-        """lambda per row (Mondrian) or the single lambda."""
+        """lambda per row (Mondrian) or the single lambda (a last axis per alpha level)."""
+        self._check_calibrated()
         if self.groups_ is None or getattr(self, "class_conditional", False):
             if groups is not None:
                 raise ValueError("groups were passed to predict but not to fit; calibrate with "
@@ -149,13 +212,29 @@ class _ConformalMixin(MetaEstimatorMixin):
                              "calibrated for them")
         return self.lambda_[idx]
 
-    def plot_risk_posterior(self, ax=None, group=None):
+    def plot_risk_posterior(self, ax=None, group=None, level: int = 0):
         """Density of the risk posterior L+ at the chosen lambda, alpha and beta marked.
 
-        For a Mondrian (per-group) calibration, name the ``group`` to plot.
+        For a Mondrian (per-group) calibration, name the ``group`` to plot; with several
+        alpha levels, ``level`` is the index into ``alphas_``.
         """
         check_is_fitted(self, "risk_posterior_")
         post, lam, tag = self.risk_posterior_, self.lambda_, ""
+        alpha = self.alpha
+        if isinstance(post, list):
+            post, cal = post[level], self.calibration_[level]
+            alpha = float(self.alphas_[level])
+            lam = cal.lambda_ if not isinstance(cal, dict) else None
+            if isinstance(cal, dict):
+                if group not in post or post[group] is None:
+                    raise ValueError(f"per-group calibration: pass group= one of "
+                                     f"{[k for k, v in post.items() if v is not None][:10]}")
+                post, lam = post[group], cal[group].lambda_
+                tag = f", group {group!r}"
+            ax = post.plot(ax, alpha=alpha, beta=self.beta)
+            ax.set_title(f"{type(self).__name__} ({self.calibration_method_}{tag}): risk "
+                         f"posterior at lambda = {lam:.4g}, alpha = {alpha:g}")
+            return ax
         if isinstance(post, dict):
             if group not in post or post[group] is None:
                 raise ValueError(f"per-group calibration: pass group= one of "
@@ -170,6 +249,8 @@ class _ConformalMixin(MetaEstimatorMixin):
     @property
     def calibration_method_(self) -> str:
         cal = self.calibration_
+        if isinstance(cal, list):
+            cal = cal[0]
         first = next((c for c in cal.values() if c is not None), None) if isinstance(
             cal, dict) else cal
         return first.method if first is not None else str(self.method)
@@ -253,22 +334,31 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         ``groups``: optional category per row for Mondrian (per-group) calibration.
         With ``cv`` set, fit the fold models and calibrate on out-of-fold residuals (CV+).
         """
-        spec = self._check_params()
+        specs = self._check_specs()
         score = get_regression_score(self.conformity_score)
+        if self.multi_alpha_ and getattr(score, "name", "") == "cqr":
+            raise ValueError("conformity_score='cqr' fits its quantile models at one alpha; "
+                             "pass a single alpha (or one ConformalRegressor per level)")
         X, y = validate_data(self, X, y, y_numeric=True)
         if groups is not None:
             groups = _check_groups(groups, X.shape[0], "fit")
+        for attr in ("lambda_", "calibration_", "risk_posterior_"):
+            self.__dict__.pop(attr, None)
         if self.cv is not None:
-            return self._fit_cv(X, y, spec, score, groups)
+            return self._fit_cv(X, y, specs, score, groups)
         self.cv_rank_ = None
         x_tr, y_tr, x_cal, y_cal, g_cal = self._split(X, y, groups)
-        self.conformity_score_ = score.fit(self.estimator, x_tr, y_tr, alpha=spec.alpha,
+        self.conformity_score_ = score.fit(self.estimator, x_tr, y_tr, alpha=specs[0].alpha,
                                            prefit=self.prefit)
         models = getattr(score, "models_", None) or [getattr(score, "model_", None)]
         self.estimators_ = [m for m in models if m is not None]
-        return self._calibrate(x_cal, y_cal, spec, g_cal)
+        if x_cal is None:
+            if groups is not None:
+                raise ValueError("with calibration_size=0 pass groups= to calibrate(), not fit()")
+            return self
+        return self._calibrate(x_cal, y_cal, specs, g_cal)
 
-    def _fit_cv(self, X, y, spec, score, groups):
+    def _fit_cv(self, X, y, specs, score, groups):
         from sklearn.linear_model import LinearRegression
         from sklearn.model_selection import KFold
 
@@ -285,7 +375,7 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         n = X.shape[0]
         k = resolve_folds(self.cv, n)
         est = LinearRegression() if self.estimator is None else self.estimator
-        seed = spec.random_state
+        seed = specs[0].random_state
         folds = KFold(k, shuffle=k < n, random_state=seed % 2**32 if k < n else None)
         fold_of = np.empty(n, dtype=np.intp)
         models, resid = [], np.empty(n)
@@ -295,27 +385,51 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
             fold_of[te] = j
             resid[te] = np.abs(y[te] - np.asarray(model.predict(X[te]), dtype=float).ravel())
         self.fold_models_, self.fold_of_, self.cv_residuals_ = models, fold_of, resid
-        self.cv_rank_ = cv_plus_rank(spec, n)
-        self.conformity_score_ = score.fit(est, X, y, alpha=spec.alpha, prefit=False)
+        ranks = [cv_plus_rank(spec, n) for spec in specs]
+        self.cv_rank_ = np.array(ranks) if self.multi_alpha_ else ranks[0]
+        self.conformity_score_ = score.fit(est, X, y, alpha=specs[0].alpha, prefit=False)
         self.estimators_ = [*models, self.conformity_score_.model_]
         # lambda_ / calibration_: the rule on the out-of-fold residuals (the split-style
         # radius, for reference; CV+ intervals use the rank cv_rank_).
-        self._calibrate_scores(resid, spec)
+        self._calibrate_levels(resid, specs)
         return self
 
     def calibrate(self, X, y, groups=None):
-        """Re-calibrate lambda on new data, keeping the fitted model(s)."""
+        """Calibrate lambda on held-out data, keeping the fitted model(s).
+
+        The second step of fit -> calibrate -> predict (MAPIE's fit -> conformalize): after
+        ``fit`` with ``calibration_size=0`` (the model trained on all of fit's data), or to
+        re-calibrate any fitted estimator on new data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Calibration features, not used to train the model.
+        y : array-like of shape (n_samples,)
+            Calibration targets.
+        groups : array-like of shape (n_samples,), default=None
+            Category per row for Mondrian (per-group) calibration.
+
+        Returns
+        -------
+        self : ConformalRegressor
+
+        Raises
+        ------
+        ValueError
+            For a CV+ / jackknife+ regressor (it calibrates out of fold).
+        """
         check_is_fitted(self, "conformity_score_")
         if getattr(self, "cv_rank_", None) is not None:
             raise ValueError("a CV+ / jackknife+ regressor calibrates out of fold; refit it")
-        spec = self._check_params()
+        specs = self._check_specs()
         X, y = validate_data(self, X, y, y_numeric=True, reset=False)
         if groups is not None:
             groups = _check_groups(groups, X.shape[0], "calibrate")
-        return self._calibrate(X, y, spec, groups)
+        return self._calibrate(X, y, specs, groups)
 
-    def _calibrate(self, X, y, spec, groups=None):
-        self._calibrate_scores(self.conformity_score_.score(X, y), spec, groups)
+    def _calibrate(self, X, y, specs, groups=None):
+        self._calibrate_levels(self.conformity_score_.score(X, y), specs, groups)
         return self
 
     def predict(self, X):
@@ -325,7 +439,19 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         return self.conformity_score_.predict(X)
 
     def predict_interval(self, X, groups=None):
-        """(n, 2) array of [lower, upper]; +-inf where the request was infeasible."""
+        """Prediction intervals; +-inf where the request was infeasible.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        groups : array-like of shape (n_samples,), default=None
+            Each row's group, for an estimator calibrated per group.
+
+        Returns
+        -------
+        intervals : ndarray of shape (n_samples, 2), or (n_samples, 2, n_alpha) when
+            ``alpha`` is a sequence (one [lower, upper] per level, in the order of ``alphas_``).
+        """
         check_is_fitted(self, "conformity_score_")
         X = validate_data(self, X, reset=False)
         if getattr(self, "cv_rank_", None) is not None:
@@ -335,10 +461,18 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
                 raise ValueError("groups were passed to predict but not to fit")
             fold_pred = np.column_stack([np.asarray(m.predict(X), dtype=float).ravel()
                                          for m in self.fold_models_])
-            lo, hi = cv_plus_interval(fold_pred, self.fold_of_, self.cv_residuals_,
-                                      self.cv_rank_)
-            return np.column_stack([lo, hi])
-        lam = self._row_lambdas(groups, X.shape[0])
+            ranks = np.atleast_1d(self.cv_rank_)
+            out = np.stack([np.column_stack(cv_plus_interval(
+                fold_pred, self.fold_of_, self.cv_residuals_, int(r))) for r in ranks], axis=-1)
+            return out if self.multi_alpha_ else out[:, :, 0]
+        lam = np.asarray(self._row_lambdas(groups, X.shape[0]), dtype=float)
+        if not self.multi_alpha_:
+            return self._interval_at(X, lam)
+        return np.stack([self._interval_at(X, lam[..., j]) for j in range(lam.shape[-1])],
+                        axis=-1)
+
+    def _interval_at(self, X, lam) -> np.ndarray:
+        lam = lam.item() if np.ndim(lam) == 0 else lam
         iv = self.conformity_score_.interval(X, lam)
         inf = ~np.isfinite(np.broadcast_to(lam, (X.shape[0],)))
         iv[inf] = (-np.inf, np.inf)
@@ -401,7 +535,7 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
         from sklearn.linear_model import LogisticRegression
         from sklearn.utils.multiclass import check_classification_targets
 
-        spec = self._check_params()
+        specs = self._check_specs()
         score = get_classification_score(self.conformity_score)
         self._check_conditional(groups)
         X, y = validate_data(self, X, y)
@@ -419,7 +553,14 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
             self.estimator_ = clone(est).fit(x_tr, y_tr)
         self.classes_ = np.asarray(self.estimator_.classes_)
         self.conformity_score_ = score
-        return self._calibrate(x_cal, y_cal, spec, g_cal)
+        for attr in ("lambda_", "calibration_", "risk_posterior_"):
+            self.__dict__.pop(attr, None)
+        if x_cal is None:
+            if groups is not None:
+                raise ValueError("with calibration_size=0 pass groups= to calibrate(), not fit()")
+            self.seed_ = specs[0].random_state
+            return self
+        return self._calibrate(x_cal, y_cal, specs, g_cal)
 
     def _check_conditional(self, groups) -> None:
         if self.class_conditional not in (True, False):
@@ -429,19 +570,36 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
             raise ValueError("pass either class_conditional=True or groups=, not both")
 
     def calibrate(self, X, y, groups=None):
-        """Re-calibrate lambda on new data, keeping the fitted classifier."""
+        """Calibrate lambda on held-out data, keeping the fitted classifier.
+
+        The second step of fit -> calibrate -> predict (MAPIE's fit -> conformalize): after
+        ``fit`` with ``calibration_size=0``, or to re-calibrate on new data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Calibration features, not used to train the model.
+        y : array-like of shape (n_samples,)
+            Calibration labels.
+        groups : array-like of shape (n_samples,), default=None
+            Category per row for Mondrian (per-group) calibration.
+
+        Returns
+        -------
+        self : ConformalClassifier
+        """
         check_is_fitted(self, "estimator_")
-        spec = self._check_params()
+        specs = self._check_specs()
         self._check_conditional(groups)
         X, y = validate_data(self, X, y, reset=False)
         if groups is not None:
             groups = _check_groups(groups, X.shape[0], "calibrate")
-        return self._calibrate(X, y, spec, groups)
+        return self._calibrate(X, y, specs, groups)
 
-    def _calibrate(self, X, y, spec, groups=None):
-        self.seed_ = spec.random_state
+    def _calibrate(self, X, y, specs, groups=None):
+        self.seed_ = specs[0].random_state
         score = self.conformity_score_
-        all_scores = self._label_scores(X, stream=1)
+        all_scores = self._label_scores(X, stream=1, stage="calibrate")
         pos = np.clip(np.searchsorted(self.classes_, y), 0, self.classes_.size - 1)
         known = self.classes_[pos] == y
         # A label the model never saw can only be covered by the full set.
@@ -450,17 +608,17 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
         if self.class_conditional:
             # Points of a class the model never saw can never be covered; they say nothing
             # about the classes it can predict.
-            self._calibrate_scores(scores[known], spec, self.classes_[pos[known]],
+            self._calibrate_levels(scores[known], specs, self.classes_[pos[known]],
                                    values=self.classes_)
         else:
-            self._calibrate_scores(scores, spec, groups)
+            self._calibrate_levels(scores, specs, groups)
         return self
 
-    def _label_scores(self, X, stream: int) -> np.ndarray:
+    def _label_scores(self, X, stream: int, stage: str = "predict") -> np.ndarray:
         proba = np.asarray(self.estimator_.predict_proba(X), dtype=float)
         score = self.conformity_score_
         u = (np.random.default_rng([self.seed_, stream]).random(proba.shape[0])
-             if score.randomized else None)
+             if score.needs_u(stage) else None)
         return np.asarray(score.label_scores(proba, u), dtype=float)
 
     def predict(self, X):
@@ -474,17 +632,33 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
         return self.estimator_.predict_proba(X)
 
     def predict_set(self, X, groups=None):
-        """Boolean (n, n_classes) membership matrix, columns in ``classes_`` order.
+        """Prediction sets as a boolean membership matrix, columns in ``classes_`` order.
 
         Randomised scores draw their uniforms from ``random_state`` (the same X gives the same
         sets on every call).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        groups : array-like of shape (n_samples,), default=None
+            Each row's group, for an estimator calibrated per group.
+
+        Returns
+        -------
+        sets : ndarray of bool, shape (n_samples, n_classes), or
+            (n_samples, n_classes, n_alpha) when ``alpha`` is a sequence (MAPIE's shape).
         """
         check_is_fitted(self, "estimator_")
         X = validate_data(self, X, reset=False)
         lam = np.asarray(self._row_lambdas(groups, X.shape[0]), dtype=float)
-        s = self._label_scores(X, stream=2)
+        s = self._label_scores(X, stream=2, stage="predict")
+        if not self.multi_alpha_:
+            return self._set_at(s, lam)
+        return np.stack([self._set_at(s, lam[..., j]) for j in range(lam.shape[-1])], axis=-1)
+
+    def _set_at(self, s: np.ndarray, lam: np.ndarray) -> np.ndarray:
         lam = lam[None, :] if self.class_conditional else lam.reshape(-1, 1)
-        return (s <= lam + 1e-12) | ~np.isfinite(lam)
+        return self.conformity_score_.in_set(s, lam) | ~np.isfinite(lam)
 
 
 # --------------------------------------------------------------------------- risk control

@@ -17,13 +17,20 @@ Regression (``fit`` the model(s), ``score`` residuals, ``interval`` at a lambda)
 Classification (score of every label from ``predict_proba``; ``u`` uniforms for randomised ones):
 
 * ``"lac"`` — :class:`LAC`: 1 - p_y(x). Smallest sets on average, not adaptive.
-* ``"aps"`` — :class:`APS`: the probability mass ranked *strictly above* y. The set takes labels in
-  order of probability up to and including the one whose cumulative mass crosses lambda, so it is
-  never empty. ``APS(randomized=True)`` (``"aps_randomized"``) adds u * p_y, u ~ U(0, 1): exact
+* ``"aps"`` — :class:`APS`: the probability mass ranked *strictly above* y plus u * p_y, u ~ U(0, 1)
+  (Romano et al. 2020's randomised tie-breaking) on the *calibration* points; at prediction the set
+  takes labels in order of probability up to and including the one whose cumulative mass crosses
+  lambda ("include the last label"), so it is never empty and covers >= 1 - alpha. The U term
+  keeps lambda away from 0 when the model is right more often than 1 - alpha (without it every
+  set is the top label alone). ``APS(tie_break=False)`` is the purely deterministic score;
+  ``APS(randomized=True)`` (``"aps_randomized"``) also draws u for each *test* point: exact
   coverage 1 - alpha on average (sets may then be empty).
 * ``"raps"`` — :class:`RAPS`: APS plus lam * (rank(y) - k_reg)^+ (Angelopoulos et al. 2021),
   which penalises long tails of unlikely labels: smaller sets at the same coverage.
-* ``"top_k"`` — :class:`TopK`: the rank of y; every set has the same size.
+  ``"raps_randomized"``: the randomised variant.
+* ``"top_k"`` — :class:`TopK`: the rank of y; every set has the same size (the top
+  ceil(lambda) labels). ``"top_k_randomized"``: rank - 1 + u, sets of two neighbouring sizes,
+  coverage exactly 1 - alpha on average.
 
 Add a score by subclassing :class:`RegressionScore` / :class:`ClassificationScore` and passing an
 instance as ``conformity_score=`` (or registering it in :data:`REGRESSION_SCORES` /
@@ -35,6 +42,8 @@ Examples
 >>> p = np.array([[0.7, 0.2, 0.1]])
 >>> APS().label_scores(p, None).round(2)      # mass ranked strictly above each label
 array([[0. , 0.7, 0.9]])
+>>> APS().label_scores(p, np.array([0.5])).round(2)   # + u * p_k on calibration points
+array([[0.35, 0.8 , 0.95]])
 >>> TopK().label_scores(p, None)
 array([[1., 2., 3.]])
 """
@@ -286,15 +295,29 @@ def _with_quantile(model, q: float):
 class ClassificationScore(_Strategy):
     """Base class: ``label_scores(proba, u)`` gives s(x, k) for every label k (n, K).
 
-    The set is {k : s(x, k) <= lambda}. ``randomized`` scores receive ``u`` (n,) uniforms, one
-    per example (the same u for every label of an example); others receive ``u=None``.
-    ``max_score(K)`` bounds the scores (a label the model never saw is scored above it).
+    The set is {k : s(x, k) <= lambda} (:meth:`in_set`). ``randomized`` scores receive ``u``
+    (n,) uniforms, one per example (the same u for every label of an example), at calibration
+    and at prediction; ``tie_break`` scores receive them at calibration only, and at prediction
+    ``u = 0`` with the strict test s(x, k) < lambda ("include the last label"); others receive
+    ``u=None``. ``max_score(K)`` bounds the scores (a label the model never saw is scored
+    above it).
     """
 
     randomized = False
+    tie_break = False
 
     def label_scores(self, proba: np.ndarray, u: np.ndarray | None) -> np.ndarray:
         raise NotImplementedError
+
+    def needs_u(self, stage: str) -> bool:
+        """Whether uniforms are drawn at ``stage`` ("calibrate" or "predict")."""
+        return bool(self.randomized or (self.tie_break and stage == "calibrate"))
+
+    def in_set(self, scores: np.ndarray, lam) -> np.ndarray:
+        """Membership of each label given its prediction-time score and the threshold."""
+        if self.tie_break and not self.randomized:
+            return scores < lam - 1e-12
+        return scores <= lam + 1e-12
 
     def max_score(self, n_classes: int) -> float:
         return 1.0
@@ -323,21 +346,38 @@ def _ranked(proba):
 
 
 class APS(ClassificationScore):
-    """Adaptive prediction sets: s(x, k) = mass of the labels ranked strictly above k.
+    """Adaptive prediction sets: s(x, k) = mass of the labels ranked strictly above k (+ u p_k).
 
-    Deterministic (default): the set is the most likely labels up to and including the one whose
-    cumulative mass crosses lambda — never empty, the top label is always in. ``randomized=True``
-    adds u * p_k(x), u ~ U(0, 1) (Romano et al. 2020): coverage exactly 1 - alpha on average.
+    Parameters
+    ----------
+    randomized : bool, default=False
+        Add u * p_k(x), u ~ U(0, 1), at calibration *and* prediction (Romano et al. 2020): the
+        set is {k : s <= lambda}, coverage exactly 1 - alpha on average; sets can be empty.
+    tie_break : bool, default=True
+        (When not randomized.) Add the u * p_y term to the calibration scores only, and predict
+        the most likely labels up to and including the one whose cumulative mass crosses
+        lambda — the "include the last label" rule (MAPIE's default). Never empty; coverage
+        >= 1 - alpha. ``False``: the purely deterministic score, whose calibration scores are
+        0 for every correctly classified point, so a model right more often than 1 - alpha
+        gets the top label alone for every input.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.array([[0.6, 0.3, 0.1]])
+    >>> APS().in_set(APS().label_scores(p, np.zeros(1)), 0.65)   # 0.6 < 0.65: 2nd label in
+    array([[ True,  True, False]])
     """
 
     name = "aps"
 
-    def __init__(self, randomized: bool = False):
+    def __init__(self, randomized: bool = False, tie_break: bool = True):
         self.randomized = randomized
+        self.tie_break = tie_break
 
     def label_scores(self, proba, u):
         above, _ = _ranked(proba)
-        if self.randomized:
+        if u is not None:
             return above + u[:, None] * proba
         return above
 
@@ -346,15 +386,18 @@ class RAPS(APS):
     """Regularised APS: APS + lam * (rank - k_reg)^+ (Angelopoulos et al. 2021).
 
     Labels past the ``k_reg`` most likely ones pay ``lam`` per rank, which cuts the long tail of
-    unlikely labels that APS adds when the model is unsure. ``randomized`` as for :class:`APS`.
+    unlikely labels that APS adds when the model is unsure. ``randomized`` and ``tie_break`` as
+    for :class:`APS`.
     """
 
     name = "raps"
 
-    def __init__(self, k_reg: int = 1, lam: float = 0.01, randomized: bool = False):
+    def __init__(self, k_reg: int = 1, lam: float = 0.01, randomized: bool = False,
+                 tie_break: bool = True):
         self.k_reg = k_reg
         self.lam = lam
         self.randomized = randomized
+        self.tie_break = tie_break
 
     def _check(self):
         if not (isinstance(self.k_reg, int | np.integer) and self.k_reg >= 0):
@@ -366,7 +409,7 @@ class RAPS(APS):
         self._check()
         above, rank = _ranked(proba)
         s = above + self.lam * np.maximum(rank - self.k_reg, 0.0)
-        if self.randomized:
+        if u is not None:
             s = s + u[:, None] * proba
         return s
 
@@ -375,12 +418,23 @@ class RAPS(APS):
 
 
 class TopK(ClassificationScore):
-    """s = rank of the label (1 = most likely): every set holds the same number of labels."""
+    """s = rank of the label (1 = most likely): every set holds the same number of labels.
+
+    ``randomized=True``: s = rank - 1 + u, u ~ U(0, 1) at calibration and prediction, so sets
+    hold floor(lambda) or floor(lambda) + 1 labels and coverage is exactly 1 - alpha on average
+    (a fixed k can only reach the coverage of the top-k accuracies).
+    """
 
     name = "top_k"
 
+    def __init__(self, randomized: bool = False):
+        self.randomized = randomized
+
     def label_scores(self, proba, u):
-        return _ranked(proba)[1]
+        rank = _ranked(proba)[1]
+        if self.randomized:
+            return rank - 1.0 + u[:, None]
+        return rank
 
     def max_score(self, n_classes):
         return float(n_classes)
@@ -390,7 +444,8 @@ REGRESSION_SCORES: dict[str, RegressionScore] = {
     "absolute": AbsoluteResidual(), "normalized": NormalizedResidual(), "cqr": CQR()}
 CLASSIFICATION_SCORES: dict[str, ClassificationScore] = {
     "lac": LAC(), "aps": APS(), "aps_randomized": APS(randomized=True), "raps": RAPS(),
-    "top_k": TopK()}
+    "raps_randomized": RAPS(randomized=True), "top_k": TopK(),
+    "top_k_randomized": TopK(randomized=True)}
 
 
 def _get(score, registry: dict, base: type, kind: str):
