@@ -15,6 +15,11 @@ named in the output.
 
     .venv/bin/python benchmarks/conformal_vs_peers.py [--splits 30] [--alpha 0.1]
     PYTHONPATH=src /work/peers/bin/python benchmarks/conformal_vs_peers.py
+
+``--part`` picks the sections: ``regression``, ``classification`` (APS / RAPS / top-k with the
+U term and the last label included, beside MAPIE's), ``shift`` (weighted split conformal on a
+covariate-shifted split of diabetes) and ``cps`` (predictive distributions beside crepes'
+``predict_cps``); default all.
 """
 
 from __future__ import annotations
@@ -143,26 +148,36 @@ def classification_methods(alpha, peers):
     conf = 1 - alpha
 
     def ours(method, score="lac"):
-        def run(model, xc, yc, xs):
+        def run(model, xc, yc, xs, seed=0):
             clf = ConformalClassifier(model, method=method, alpha=alpha, prefit=True,
-                                      conformity_score=score, random_state=0)
+                                      conformity_score=score, random_state=seed)
             return clf.fit(xc, yc).predict_set(xs)
         return run
 
+    from icml25.conformal.scores import APS, RAPS
+
     out = {"ours lac split": ours("split"), "ours lac bq": ours("bq"),
-           "ours aps split": ours("split", "aps"), "ours raps split": ours("split", "raps")}
+           "ours aps split": ours("split", "aps"), "ours raps split": ours("split", "raps"),
+           "ours aps, no U term (before)": ours("split", APS(tie_break=False)),
+           "ours raps, no U term (before)": ours("split", RAPS(tie_break=False)),
+           "ours aps_randomized split": ours("split", "aps_randomized"),
+           "ours top_k split": ours("split", "top_k"),
+           "ours top_k_randomized split": ours("split", "top_k_randomized"),
+           "ours aps bq": ours("bq", "aps")}
     if "mapie" in peers:
         cls = peers["mapie"][2]
 
         def mapie(score):
-            def run(model, xc, yc, xs):
+            def run(model, xc, yc, xs, seed=0):
                 m = cls(estimator=model, confidence_level=conf, conformity_score=score,
-                        prefit=True)
+                        prefit=True, random_state=seed)
                 return np.asarray(m.conformalize(xc, yc).predict_set(xs)[1])[:, :, 0]
             return run
 
         out["MAPIE lac"] = mapie("lac")
         out["MAPIE aps"] = mapie("aps")
+        out["MAPIE raps"] = mapie("raps")
+        out["MAPIE top_k"] = mapie("top_k")
     if "crepes" in peers:
         wrap = peers["crepes"][1]
 
@@ -196,7 +211,8 @@ def run_classification(splits, alpha, peers):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    sets = fn(model, xc, yc, xs)
+                    sets = (fn(model, xc, yc, xs) if name.startswith("crepes")
+                            else fn(model, xc, yc, xs, seed=s))  # U terms seeded per split
             except Exception as exc:  # noqa: BLE001
                 stats[name]["error"] = [str(exc)[:120]]
                 continue
@@ -205,6 +221,98 @@ def run_classification(splits, alpha, peers):
             stats[name]["coverage"].append(np.mean(sets[np.arange(ys.size), pos]))
             stats[name]["width"].append(np.mean(sets.sum(axis=1)))
     return stats
+
+
+# --------------------------------------------------------------------------- covariate shift
+def _shift_ratio(X):
+    """Test patients drawn around +0.5 sd of (bmi + s5) / sqrt(2): a Gaussian bump of sd 0.3
+    (the band where the linear model errs most), as a likelihood ratio up to a constant."""
+    mu, sd = X.mean(0), X.std(0)
+
+    def ratio(A):
+        z = ((A[:, 2] - mu[2]) / sd[2] + (A[:, 8] - mu[8]) / sd[8]) / np.sqrt(2)
+        return np.exp(-(z - 0.5) ** 2 / (2 * 0.3 ** 2))
+    return ratio
+
+
+def run_shift(splits, alpha, peers):
+    """diabetes: model on 200 rows, calibration 121 rows (unshifted), test = 121 draws with
+    replacement from the other rows with probability proportional to the ratio."""
+    from icml25.conformal.weighted import WeightedConformalRegressor
+
+    X, y = load_diabetes(return_X_y=True)
+    ratio = _shift_ratio(X)
+    methods = {
+        "ours split, unweighted": lambda m, xc, yc, xs: ConformalRegressor(
+            m, method="split", alpha=alpha, prefit=True).fit(xc, yc),
+        "ours bq, unweighted": lambda m, xc, yc, xs: ConformalRegressor(
+            m, method="bq", alpha=alpha, prefit=True, random_state=0).fit(xc, yc),
+        "ours weighted split, known ratio": lambda m, xc, yc, xs: WeightedConformalRegressor(
+            m, likelihood_ratio=ratio, alpha=alpha, prefit=True).fit(xc, yc),
+        "ours weighted split, domain classifier": lambda m, xc, yc, xs:
+            WeightedConformalRegressor(m, alpha=alpha, prefit=True).fit(xc, yc, X_test=xs),
+        "ours weighted bq (heuristic), known ratio": lambda m, xc, yc, xs:
+            WeightedConformalRegressor(m, likelihood_ratio=ratio, alpha=alpha, method="bq",
+                                       prefit=True).fit(xc, yc),
+    }
+    if "mapie" in peers:
+        split_cls = peers["mapie"][0]
+
+        class _Mapie:
+            def __init__(self, m, xc, yc):
+                self.m = split_cls(estimator=m, confidence_level=1 - alpha, prefit=True)
+                self.m.conformalize(xc, yc)
+
+            def predict_interval(self, xs):
+                return np.asarray(self.m.predict_interval(xs)[1])[:, :, 0]
+
+        methods["MAPIE split, unweighted"] = lambda m, xc, yc, xs: _Mapie(m, xc, yc)
+    stats = defaultdict(lambda: defaultdict(list))
+    for s in range(splits):
+        rng = np.random.default_rng(s)
+        p = rng.permutation(y.size)
+        tr, cal, pool = p[:200], p[200:321], p[321:]
+        w = ratio(X[pool])
+        te = rng.choice(pool, size=pool.size, replace=True, p=w / w.sum())
+        model = LinearRegression().fit(X[tr], y[tr])
+        for name, make in methods.items():
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                iv = make(model, X[cal], y[cal], X[te]).predict_interval(X[te])
+            stats[name]["time"].append(time.perf_counter() - start)
+            stats[name]["coverage"].append(np.mean((iv[:, 0] <= y[te]) & (y[te] <= iv[:, 1])))
+            stats[name]["width"].append(np.median(iv[:, 1] - iv[:, 0]))
+            stats[name]["infinite"].append(np.mean(~np.isfinite(iv[:, 1])))
+    return stats
+
+
+# --------------------------------------------------------------------------- predictive dists
+def run_cps(splits, peers):
+    """diabetes, train 200 / calibration 120 / test 122: our ConformalPredictiveSystem beside
+    crepes' predict_cps (non-smoothed): CDF values at the true y, and the [5, 95] percentiles."""
+    from icml25.conformal import ConformalPredictiveSystem
+
+    X, y = load_diabetes(return_X_y=True)
+    rows = defaultdict(list)
+    for s in range(splits):
+        xt, xr, yt, yr = train_test_split(X, y, train_size=200, random_state=s)
+        xc, xs, yc, ys = train_test_split(xr, yr, train_size=120, random_state=1000 + s)
+        model = LinearRegression().fit(xt, yt)
+        cps = ConformalPredictiveSystem(model, prefit=True).fit(xc, yc)
+        ours_cdf = cps.predict_cdf(xs, ys, smoothing=False)
+        pct = cps.predict_percentiles(xs, [5, 95])
+        rows["ours coverage [5, 95]"].append(np.mean((pct[:, 0] <= ys) & (ys <= pct[:, 1])))
+        rows["ours width [5, 95]"].append(np.mean(pct[:, 1] - pct[:, 0]))
+        if "crepes" in peers:
+            w = peers["crepes"][0](model)
+            w.calibrate(xc, yc, cps=True)
+            theirs = np.asarray(w.predict_cps(xs, y=ys, smoothing=False)).ravel()
+            rows["max |ours - crepes| CDF at y"].append(np.max(np.abs(ours_cdf - theirs)))
+            cp = np.asarray(w.predict_cps(xs, lower_percentiles=5, higher_percentiles=95))
+            rows["crepes coverage [5, 95]"].append(np.mean((cp[:, 0] <= ys) & (ys <= cp[:, 1])))
+            rows["crepes width [5, 95]"].append(np.mean(cp[:, 1] - cp[:, 0]))
+    return rows
 
 
 def table(stats, alpha, unit):
@@ -227,18 +335,37 @@ def main() -> None:
     ap.add_argument("--alpha", type=float, default=0.1)
     ap.add_argument("--jackknife-splits", type=int, default=10,
                     help="jackknife+ (320 fits per split) runs on the first N splits only")
+    ap.add_argument("--part", action="append",
+                    choices=["regression", "classification", "shift", "cps"],
+                    help="sections to run (repeatable); default all")
     a = ap.parse_args()
+    parts = a.part or ["regression", "classification", "shift", "cps"]
     warnings.simplefilter("ignore", InfeasibleRiskWarning)
     peers = _peers()
     print("peers: " + (", ".join(f"{p} {_version(p)}" for p in peers) or "none") +
           f"; {a.splits} splits, alpha {a.alpha}")
-    print("\nregression: diabetes, train 200 / calibration 120 / test 122 "
-          "(CV+ / jackknife+ fit on the 320 train + calibration rows)\n")
-    print(table(run_regression(a.splits, a.alpha, peers, a.jackknife_splits), a.alpha, "width"))
-    print(f"\n(jackknife+ rows: the first {min(a.jackknife_splits, a.splits)} splits only)")
-    print("\nclassification: digits, train 600 / calibration 500 / test 697, "
-          "LogisticRegression\n")
-    print(table(run_classification(a.splits, a.alpha, peers), a.alpha, "set size"))
+    if "regression" in parts:
+        print("\nregression: diabetes, train 200 / calibration 120 / test 122 "
+              "(CV+ / jackknife+ fit on the 320 train + calibration rows)\n")
+        print(table(run_regression(a.splits, a.alpha, peers, a.jackknife_splits), a.alpha,
+                    "width"))
+        print(f"\n(jackknife+ rows: the first {min(a.jackknife_splits, a.splits)} splits only)")
+    if "classification" in parts:
+        print("\nclassification: digits, train 600 / calibration 500 / test 697, "
+              "LogisticRegression\n")
+        print(table(run_classification(a.splits, a.alpha, peers), a.alpha, "set size"))
+    if "shift" in parts:
+        print("\ncovariate shift: diabetes, model on 200 rows, calibration 121 (unshifted), test "
+              "121 draws tilted toward +0.5 sd of (bmi + s5)/sqrt(2) (median width; share of "
+              "infinite intervals)\n")
+        st = run_shift(a.splits, a.alpha, peers)
+        print(table(st, a.alpha, "(median) width"))
+        print("\n" + "; ".join(f"{k}: {100 * np.mean(v['infinite']):.0f}% infinite"
+                                for k, v in st.items()))
+    if "cps" in parts:
+        print("\npredictive distributions: diabetes, train 200 / calibration 120 / test 122\n")
+        for k, v in run_cps(a.splits, peers).items():
+            print(f"| {k} | {np.mean(v):.4g} |")
 
 
 if __name__ == "__main__":

@@ -11,14 +11,17 @@ from icml25.conformal import (
     estimators,
     exact,
     ltt,
+    metrics,
     posterior,
+    predictive,
     rules,
     scores,
+    weighted,
 )
 
 
 @pytest.mark.parametrize("module", [posterior, calibration, estimators, rules, scores, exact,
-                                    cross, adaptive, ltt])
+                                    cross, adaptive, ltt, weighted, predictive, metrics])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0

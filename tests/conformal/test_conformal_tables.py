@@ -147,7 +147,7 @@ def test_cv_plus_train_and_predict_files_with_missing_cells(tmp_path):
     lines[5] = lines[5].rsplit(";", 1)[0] + ";"  # no target on file line 7
     train = tmp_path / "t.csv"
     train.write_text("a;b;y\n" + "\n".join(lines) + "\n")
-    res = run("cv-plus", train, "--target", "y")
+    res = run("cv-plus", train, "--target", "y", "--predict", train)
     assert res.exit_code == 2 and "line 7, column 'y' is missing (an empty cell)" in res.output
     new = tmp_path / "new.csv"
     new.write_text("b,a,note\n1.0,2.0,first\nNA,1.0,second\n0.5,0.5,third\n")

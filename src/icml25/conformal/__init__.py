@@ -15,7 +15,9 @@ leave-one-out), with no separate calibration set.
 Beyond exchangeable data and monotone losses: :class:`AdaptiveConformal` (ACI, step size gamma)
 and :class:`AggregatedAdaptiveConformal` for sequential data under shift; :class:`LearnThenTest`
 and :class:`PrecisionController` for risks that are not monotone in lambda (family-wise error
-control with fixed-sequence, Bonferroni or Holm testing).
+control with fixed-sequence, Bonferroni or Holm testing); :class:`WeightedConformalRegressor`
+for covariate shift (Tibshirani et al. 2019); :class:`ConformalPredictiveSystem` for predictive
+distributions and p-values; :mod:`icml25.conformal.metrics` for coverage and size.
 """
 
 from icml25.conformal._validation import InfeasibleRiskWarning
@@ -56,16 +58,17 @@ _LAZY = {
     "plot_coverage_over_time": "adaptive",
     "LearnThenTest": "ltt", "PrecisionController": "ltt", "fwer_control": "ltt",
     "ltt_pvalues": "ltt",
+    "WeightedConformalRegressor": "weighted", "DomainClassifierRatio": "weighted",
+    "weighted_thresholds": "weighted", "ConformalPredictiveSystem": "predictive",
 }
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'icml25.conformal' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(f"icml25.conformal.{module}"), name)
+    value = getattr(importlib.import_module(f"icml25.conformal.{_LAZY[name]}"), name)
     globals()[name] = value
     return value
 
@@ -76,6 +79,10 @@ def __dir__():
 
 __all__ = [
     "APS",
+    "ConformalPredictiveSystem",
+    "DomainClassifierRatio",
+    "WeightedConformalRegressor",
+    "weighted_thresholds",
     "AdaptiveConformal",
     "AggregatedAdaptiveConformal",
     "LearnThenTest",

@@ -270,7 +270,11 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
     method : {"bq", "crc", "rcps", "split"} or Rule
         ``bq``: Pr(coverage >= 1 - alpha | calibration data) >= beta (Snell & Griffiths);
         ``crc``/``split``: marginal coverage >= 1 - alpha; ``rcps``: confidence beta.
-    alpha, beta : float in (0, 1)
+    alpha : float in (0, 1) or sequence of them
+        Miscoverage level. A sequence gives one interval per level: ``predict_interval``
+        returns (n, 2, n_alpha) (MAPIE's shape), ``lambda_`` gains a last axis, and
+        ``calibration_`` / ``risk_posterior_`` become lists in the order of ``alphas_``.
+    beta : float in (0, 1)
     bound : float
         B for the miscoverage loss (1 is exact; larger is conservative).
     conformity_score : {"absolute", "normalized", "cqr"} or RegressionScore
@@ -282,6 +286,8 @@ class ConformalRegressor(_ConformalMixin, RegressorMixin, BaseEstimator):
         The estimator is already fitted; all of ``fit``'s data is used for calibration.
     calibration_size : float or int
         Share (or number) of ``fit``'s data held out for calibration when not prefit.
+        ``0``: the model trains on all of ``fit``'s rows and :meth:`calibrate` (X_cal, y_cal)
+        must follow — MAPIE's fit -> conformalize.
     concentration : {"hb", "hoeffding"}
         RCPS bound.
     n_draws : int
@@ -486,13 +492,19 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
     The set is {k : s(x, k) <= lambda} for the ``conformity_score`` s:
 
     * ``"lac"``: 1 - p_k(x);
-    * ``"aps"`` (deterministic): mass of the labels ranked strictly above k — the most likely
-      labels up to and including the one whose cumulative mass crosses lambda, never empty;
-    * ``"aps_randomized"``: APS + u p_k(x), u ~ U(0, 1) seeded by ``random_state`` (exact
-      coverage 1 - alpha on average; sets can be empty);
-    * ``"raps"``: APS + lam (rank - k_reg)^+ (``RAPS(k_reg=..., lam=...)``);
-    * ``"top_k"``: the rank of k (every set has the same size);
+    * ``"aps"``: mass of the labels ranked strictly above k, plus u p_y(x) (u ~ U(0, 1),
+      seeded by ``random_state``) on the calibration points only; the set is the most likely
+      labels up to and including the one whose cumulative mass crosses lambda ("include the
+      last label", MAPIE's default): never empty, coverage >= 1 - alpha;
+    * ``"aps_randomized"``: APS + u p_k(x) at prediction too (exact coverage 1 - alpha on
+      average; sets can be empty);
+    * ``"raps"`` / ``"raps_randomized"``: APS + lam (rank - k_reg)^+ (``RAPS(k_reg=...,
+      lam=...)``);
+    * ``"top_k"``: the rank of k (every set has the same size); ``"top_k_randomized"``;
     * or any :class:`~icml25.conformal.scores.ClassificationScore` instance.
+
+    ``alpha`` may be a sequence: ``predict_set`` then returns (n, n_classes, n_alpha).
+    ``calibration_size=0``: fit trains on everything, then :meth:`calibrate` (X_cal, y_cal).
 
     ``class_conditional=True`` calibrates one lambda per class (coverage holds for every class,
     not only on average over classes); ``fit(X, y, groups=...)`` per group of any taxonomy.

@@ -76,7 +76,7 @@ def _label_columns(y_true, n: int, n_classes: int, classes) -> np.ndarray:
             raise ValueError(f"y_true holds labels not in classes: "
                              f"{np.unique(y[classes[pos] != y])[:5].tolist()}")
         return pos
-    if y.dtype.kind not in "iub" and not np.all(np.equal(np.mod(y, 1), 0)):
+    if y.dtype.kind not in "iub" and (y.dtype.kind != "f" or np.any(np.mod(y, 1) != 0)):
         raise ValueError("y_true must hold column indices 0..n_classes-1; pass classes= to map "
                          "other labels")
     pos = y.astype(int)
