@@ -62,6 +62,33 @@ def test_batches_put_targets_on_node_tokens_only(method):
         assert has.sum(1).eq(2 * 9).all()
 
 
+@pytest.mark.parametrize("name", ["line", "circle"])
+def test_causal_batches_are_fresh_answers_with_the_chain_starts_of_chain_starts(name):
+    # The causal batch is built with numpy over the whole batch: every row must be a coherent
+    # answer of the task, and its targets exactly what chain_starts finds on its nodes.
+    task = make_task(name)
+    m = get_method("ntp")
+    vocab = m.vocab(task)
+    width = model_config(task, m, vocab, 10, TrainSettings()).seq_len
+    x, y, hops = lookup_batch(task, vocab, "ntp", 10, 200, width, np.random.default_rng(3),
+                              torch.Generator().manual_seed(3))
+    edges = int(task.params["length"])
+    pos = [11 + 3 * (i // 2) + i % 2 for i in range(2 * edges)]
+    seen_hops = set()
+    for r in range(200):
+        answer = vocab.decode_answer(x[r, 11:].tolist() + [vocab.end])
+        assert task.canonical(answer.split()[:-1]) is not None, answer  # a line / circle
+        nodes = x[r, pos].tolist()
+        want_y = torch.full_like(y[r], IGNORE)
+        want_h = torch.full_like(hops[r], -1)
+        for i, start, h in chain_starts(nodes, causal=True):
+            want_y[pos[i]], want_h[pos[i]] = start, h
+            seen_hops.add(h)
+        assert torch.equal(y[r], want_y) and torch.equal(hops[r], want_h)
+    assert seen_hops == set(range(edges))  # every hop count from 0 to edges - 1 occurs
+    assert len({tuple(row[:10].tolist()) for row in x}) == 200  # a fresh seed per answer
+
+
 def test_pretrain_lookup_learns_and_starts_a_run(tmp_path):
     task = make_task("line", 0, n_train=40, n_test=4)
     s = TrainSettings(steps=60, d_model=32, n_layers=2, n_heads=2, batch_size=32, lr=3e-3,

@@ -1,9 +1,11 @@
 """Devices, precision, compilation, accumulation and DDP: the scale-out paths of the trainer,
 exercised on the CPU (the CUDA-only choices are tested through their pure functions)."""
 
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from unittest import mock
 
@@ -260,13 +262,50 @@ def test_compiled_with_inductor_and_eager_losses_agree(monkeypatch):
     _compiled_vs_eager(monkeypatch, "inductor")  # ~40 s on 2 cores with a cold cache
 
 
-def test_max_seconds_stops_at_a_log_step_with_a_checkpoint(tmp_path):
+def test_max_seconds_stops_at_the_first_step_past_it_with_a_log_row_and_a_checkpoint(tmp_path):
     _, state = toy_train.run(str(tmp_path), steps=1000, slow=0.02, max_seconds=0.05)
-    assert state.stopped_early and state.step % 5 == 0 and 5 <= state.step < 1000
+    assert state.stopped_early and 1 <= state.step < 1000
+    assert state.log[-1]["step"] == state.step  # the last row is the stopping step
     saved = torch.load(tmp_path / "checkpoint" / "trainer_state.pt", weights_only=False)
     assert saved["step"] == state.step
     _, whole = toy_train.run(None, steps=10)
     assert not whole.stopped_early
+
+
+def test_a_budget_fits_the_step_count_after_start_up_and_resumes_with_it(tmp_path):
+    # 0.01 s a step after a slow start-up (the first 3 steps), budget 0.5 s: the rate left out
+    # of the fit is the start-up's, so about (0.5 - 0.14 - 0.03) / 0.01 steps fit, not 1000.
+    slow = {"n": 0}
+
+    def clock(step, gen, rank):  # noqa: ARG001
+        slow["n"] += 1
+        time.sleep(0.1 if slow["n"] <= 3 else 0.01)
+        return toy_train.batch_fn(step, gen, rank)
+
+    _, state = toy_train.run(str(tmp_path), steps=1000, budget_seconds=0.5,
+                             calibration_skip=3, calibration_steps=3, batch_source=clock)
+    fit = state.budget
+    assert fit["at_step"] == 6 and fit["configured_steps"] == 1000
+    assert fit["startup_seconds"] >= 0.3 and fit["steps_per_s"] > 0
+    assert 6 < fit["steps"] < 1000 and state.step == fit["steps"] and not state.stopped_early
+    assert json.loads((tmp_path / "train_budget.json").read_text()) == fit
+    saved = torch.load(tmp_path / "checkpoint" / "trainer_state.pt", weights_only=False)
+    assert saved["budget"] == fit
+    # resumed, the run keeps the steps it fitted (nothing left to do)
+    _, again = toy_train.run(str(tmp_path), steps=1000, budget_seconds=0.5,
+                             calibration_skip=3, calibration_steps=3)
+    assert again.step == fit["steps"] and again.budget == fit
+
+
+def test_budget_steps_never_exceed_the_configured_steps():
+    from icml25.nn.trainer import steps_in_budget
+
+    assert steps_in_budget(10, 1e6, 1.0, 100.0, 500) == 500
+    assert steps_in_budget(10, 2.0, 1.0, 6.0, 500) == 20
+    with pytest.raises(ValueError, match="budget_seconds"):
+        TrainConfig(steps=1, budget_seconds=-1)
+    with pytest.raises(ValueError, match="compile_mode"):
+        TrainConfig(steps=1, compile_mode="fastest")
 
 
 # --- many processes ---------------------------------------------------------------------------

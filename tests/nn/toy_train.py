@@ -45,12 +45,12 @@ def loss_fn(model, batch):
 
 
 def run(out_dir, steps=30, slow=0.0, ema=None, *, pool=False, dropout=0.1, loss=loss_fn,
-        on_log=None, **overrides):
+        on_log=None, batch_source=None, **overrides):
     """Train the toy model; ``overrides`` are further ``TrainConfig`` fields."""
     cfg = TrainConfig(**{**dict(steps=steps, batch_size=4, lr=3e-3, warmup_steps=3,
                                 checkpoint_every=5, log_every=5, seed=1, out_dir=out_dir,
                                 ema_decay=ema, device="cpu"), **overrides})
-    batches = pool_batches(cfg.batch_size) if pool else batch_fn
+    batches = batch_source or (pool_batches(cfg.batch_size) if pool else batch_fn)
 
     def slow_batches(step, gen, rank):
         time.sleep(slow)

@@ -28,6 +28,13 @@ PresetName = Annotated[str, typer.Option(
 MaxSeconds = Annotated[float | None, typer.Option(
     "--max-seconds", min=0.0, help="Stop at the first log step past this wall time, with a "
                                    "checkpoint (for a fixed time budget).")]
+BudgetSeconds = Annotated[float | None, typer.Option(
+    "--budget-seconds", min=0.0, help="Fit the step count to this training time: the rate is "
+                                      "measured after start-up and compilation, then --steps "
+                                      "shrinks so the schedule ends on time (docs/nn-gpu.md).")]
+CompileMode = Annotated[str | None, typer.Option(
+    "--compile-mode", help="torch.compile mode with --compile: default | reduce-overhead (CUDA "
+                           "graphs; static shapes) | max-autotune | max-autotune-no-cudagraphs.")]
 
 
 def on_missing_option(default: str = "error", note: str = "") -> Any:

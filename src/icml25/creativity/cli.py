@@ -9,7 +9,16 @@ from typing import Annotated
 
 import typer
 
-from icml25.core.cli_options import Compile, Device, GradAccum, MaxSeconds, Precision, PresetName
+from icml25.core.cli_options import (
+    BudgetSeconds,
+    Compile,
+    CompileMode,
+    Device,
+    GradAccum,
+    MaxSeconds,
+    Precision,
+    PresetName,
+)
 
 app = typer.Typer(help="Algorithmic creativity: tasks, exact scorer, multi-token training and "
                        "seed-conditioning.", no_args_is_help=True)
@@ -171,6 +180,8 @@ def train_cmd(
     compile: Compile = False,
     grad_accum: GradAccum = 1,
     max_seconds: MaxSeconds = None,
+    budget_seconds: BudgetSeconds = None,
+    compile_mode: CompileMode = None,
     eval_every: Annotated[int, typer.Option(min=0, help="Learning-curve interval.")] = 0,
     seed: Annotated[int, typer.Option(min=0)] = 0,
     param: Annotated[list[str] | None, typer.Option("--param")] = None,
@@ -205,7 +216,7 @@ def train_cmd(
             head_only_steps=head_only_steps, head_lr=head_lr, replay_weight=replay_weight,
             eval_every=eval_every, seed=seed,
             device=device, precision=precision, compile=compile, grad_accum_steps=grad_accum,
-            max_seconds=max_seconds)
+            max_seconds=max_seconds, budget_seconds=budget_seconds, compile_mode=compile_mode)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     try:
@@ -214,7 +225,8 @@ def train_cmd(
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     if run.stopped_early:
-        _err(f"stopped by --max-seconds after {run.seconds:.1f} s: rerun with --resume")
+        _err(f"stopped by --max-seconds after {run.seconds:.1f} s; saved what it reached to "
+             f"{out / 'model'} (rerun with --resume to finish)")
         return
     _err(f"trained {method} on {task} ({len(train)} lines, seed length {run.seed_len}) in "
          f"{run.seconds:.1f} s -> {out / 'model'}")
@@ -238,8 +250,13 @@ def pretrain_lookup_cmd(
     seed_len: Annotated[int, typer.Option(min=0, help="Seed length of the prompts.")] = 10,
     eval_every: Annotated[int, typer.Option(min=0, help="Accuracy interval.")] = 500,
     seed: Annotated[int, typer.Option(min=0)] = 0,
+    dropout: Annotated[float, typer.Option(min=0.0, max=0.99)] = 0.0,
     device: Device = "auto",
+    precision: Precision = "fp32",
+    compile: Compile = False,
+    compile_mode: CompileMode = None,
     max_seconds: MaxSeconds = None,
+    budget_seconds: BudgetSeconds = None,
     resume: Annotated[bool, typer.Option("--resume", help="Go on from OUT's checkpoint.")]
     = False,
 ) -> None:
@@ -255,14 +272,15 @@ def pretrain_lookup_cmd(
             method=method, seed_len=seed_len, steps=steps, d_model=d_model, n_layers=n_layers,
             n_heads=n_heads, token_shift=token_shift, layer_shift=layer_shift, lr=lr,
             warmup_steps=warmup, batch_size=batch_size, eval_every=eval_every, seed=seed,
-            device=device, max_seconds=max_seconds)
+            dropout=dropout, device=device, precision=precision, compile=compile,
+            compile_mode=compile_mode, max_seconds=max_seconds, budget_seconds=budget_seconds)
         _, report = pretrain_lookup(make_task(task), settings, out_dir=out, resume=resume,
                                     on_eval=lambda p: _err(json.dumps(p)))
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     if report["stopped_early"]:
-        _err("stopped by --max-seconds: rerun with --resume")
-        return
+        _err(f"stopped by --max-seconds; saved what it reached to {out / 'model'} (rerun with "
+             "--resume to finish)")
     print(json.dumps(report))
 
 

@@ -94,6 +94,16 @@ def lookup_batch(task: Task, vocab: Vocab, method: str, seed_len: int, n: int, w
                  rng: np.random.Generator, gen: torch.Generator):
     """``n`` fresh answers in ``method``'s layout: (inputs, chain-start targets, hops; the
     last two -100 / -1 where there is nothing to predict)."""
+    m = get_method(method)
+    if m.causal and m.prefix == 0:
+        return _causal_lookup_batch(task, vocab, seed_len, n, width, rng)
+    return _looped_lookup_batch(task, vocab, method, seed_len, n, width, rng, gen)
+
+
+def _looped_lookup_batch(task: Task, vocab: Vocab, method: str, seed_len: int, n: int,
+                         width: int, rng: np.random.Generator, gen: torch.Generator):
+    """:func:`lookup_batch` one answer at a time (every layout; the causal one is built over
+    the whole batch by :func:`_causal_lookup_batch`)."""
     from icml25.creativity.training import fresh_examples  # (training imports this module)
 
     m = get_method(method)
@@ -116,6 +126,52 @@ def lookup_batch(task: Task, vocab: Vocab, method: str, seed_len: int, n: int, w
         for i, start, h in chain_starts(nodes, m.causal):
             targets[r, pos[i]], hops[r, pos[i]] = start, h
     return inputs, targets, hops
+
+
+def _causal_lookup_batch(task: Task, vocab: Vocab, seed_len: int, n: int, width: int,
+                         rng: np.random.Generator):
+    """:func:`lookup_batch` in the causal layout, built with numpy over the whole batch: ``n``
+    fresh full-length answers (random distinct nodes in a random order, the edges shuffled,
+    random seeds) and, at both nodes of the edge in position ``p``, the start of the chain its
+    tail ends among the edges before ``p`` (as :func:`chain_starts` finds it)."""
+    from icml25.creativity.tasks import END, SEED_ALPHABET, SEP
+
+    length = int(task.params["length"])  # edges
+    k = length + (1 if task.name == "line" else 0)  # nodes
+    n_entities = int(task.params["n_entities"])
+    entity = np.array([vocab.index[f"<a_{i}>"] for i in range(n_entities)])
+    order = np.argsort(rng.random((n, n_entities)), axis=1)[:, :k]  # the path's nodes
+    heads = np.arange(1, length + 1) % k  # edge i joins node i to node i + 1 (mod k: circle)
+    perm = np.argsort(rng.random((n, length)), axis=1)  # position p holds path edge perm[p]
+    place = np.argsort(perm, axis=1)  # the position of path edge i
+    rows = np.arange(n)[:, None]
+    # Hops back from edge i's tail: the run of edges i-1, i-2, ... all written before it.
+    hops = np.zeros((n, length), dtype=np.int64)
+    going = np.ones((n, length), dtype=bool)
+    edge = np.arange(length)
+    for back in range(1, length):
+        j = edge - back
+        ok = j >= 0 if task.name == "line" else np.ones(length, dtype=bool)
+        before = place[:, j % length] < place
+        going &= ok & before
+        hops += going
+    start = order[rows, (edge - hops) % k]  # (n, edges): the start of each path edge's chain
+    seeds = np.array([vocab.index[c] for c in SEED_ALPHABET])[
+        rng.integers(0, len(SEED_ALPHABET), (n, seed_len))]
+    prompt = np.concatenate([seeds, np.full((n, 1), vocab.index[task.marker])], axis=1)
+    tails, ends = entity[order[rows, perm]], entity[order[rows, heads[perm]]]
+    answer = np.full((n, 3 * length), vocab.index[SEP])  # u v <sep> ... u v </a>
+    answer[:, 0::3], answer[:, 1::3], answer[:, -1] = tails, ends, vocab.index[END]
+    full = np.concatenate([prompt, answer], axis=1)[:, :-1]  # inputs: shifted by one
+    inputs = np.full((n, width), vocab.pad, dtype=np.int64)
+    inputs[:, :full.shape[1]] = full
+    targets = np.full_like(inputs, IGNORE)
+    hop_map = np.full_like(inputs, -1)
+    at = seed_len + 1 + 3 * np.arange(length)  # each position's tail token
+    for offset in (0, 1):  # the tail and the head of the edge in each position
+        targets[:, at + offset] = entity[start[rows, perm]]
+        hop_map[:, at + offset] = hops[rows, perm]
+    return torch.from_numpy(inputs), torch.from_numpy(targets), torch.from_numpy(hop_map)
 
 
 @torch.no_grad()
@@ -185,10 +241,11 @@ def pretrain_lookup(task: Task, settings, *, out_dir: str | Path | None = None,
     start = time.perf_counter()
     state = train(model, loss_fn, batch_fn, cfg_train, resume=resume, on_log=on_log)
     report = {"task": task.name, "method": s.method, "seed_len": seed_len, "steps": s.steps,
-              "seed": s.seed, "seconds_last_leg": round(time.perf_counter() - start, 1),
+              "steps_done": state.step, "budget": state.budget, "seed": s.seed,
+              "seconds_last_leg": round(time.perf_counter() - start, 1),
               "stopped_early": state.stopped_early,
               "acc_by_hops": accuracy_by_hops(model, *held_out)}
     model.net.eval()
-    if out_dir is not None and not state.stopped_early:
+    if out_dir is not None:  # also when a time limit stopped it (a resume goes on from there)
         model.net.save(Path(out_dir) / "model", extra={"lookup_pretrain": report})
     return model.net, report

@@ -95,6 +95,8 @@ class TrainSettings:
     compile: bool = False
     grad_accum_steps: int = 1
     max_seconds: float | None = None
+    budget_seconds: float | None = None  # fit the steps to this time (icml25.nn.TrainConfig)
+    compile_mode: str | None = None
 
     def __post_init__(self) -> None:
         get_method(self.method)  # a clear error for an unknown name
@@ -128,7 +130,8 @@ class TrainSettings:
             checkpoint_every=self.checkpoint_every or max(self.steps, 1),
             out_dir=str(out_dir) if out_dir is not None else None, device=self.device,
             precision=self.precision, compile=self.compile,
-            grad_accum_steps=self.grad_accum_steps, max_seconds=self.max_seconds)
+            grad_accum_steps=self.grad_accum_steps, max_seconds=self.max_seconds,
+            budget_seconds=self.budget_seconds, compile_mode=self.compile_mode)
 
 
 def reseed(examples: Sequence[Example], seed_len: int | None,
@@ -165,7 +168,7 @@ class Run:
     def meta(self) -> dict:
         return {"task": self.task.name, "task_seed": self.task.seed, "params": self.task.params,
                 "method": self.method, "seed_len": self.seed_len, "curve": self.curve,
-                "seconds": self.seconds}
+                "seconds": self.seconds, "stopped_early": self.stopped_early}
 
     def save(self, directory: str | Path) -> Path:
         """Write ``model.safetensors`` + ``config.json`` (with the run's metadata) and the
@@ -300,13 +303,23 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
     if s.head_only_steps:
         head = _train_head(model, loss_fn, batch_fn, s, out_dir, resume)
         if head.stopped_early:
-            run.seconds, run.stopped_early = time.perf_counter() - start, True
-            return run
+            return _finish(run, out_dir, start, stopped_early=True)
+        # The full phase gets what the head phase left of the time limits.
+        spent = time.perf_counter() - start
+        cfg = dataclasses.replace(cfg, **{name: max(limit - spent, 1e-3) for name, limit in (
+            ("max_seconds", cfg.max_seconds), ("budget_seconds", cfg.budget_seconds))
+            if limit is not None})
     state = train(trainee, main_loss, main_batch, cfg, resume=resume, on_log=log_row)
+    return _finish(run, out_dir, start, stopped_early=state.stopped_early)
+
+
+def _finish(run: Run, out_dir: str | Path | None, start: float, *, stopped_early: bool) -> Run:
+    """Time the run and save its model (``out_dir/model``), also when a time limit stopped it:
+    what was reached can be evaluated, and ``--resume`` goes on from the checkpoint."""
     run.seconds = time.perf_counter() - start
-    model.eval()
-    run.stopped_early = state.stopped_early
-    if out_dir is not None and is_main_process() and not state.stopped_early:
+    run.model.eval()
+    run.stopped_early = stopped_early
+    if out_dir is not None and is_main_process():
         run.save(Path(out_dir) / "model")
     return run
 
@@ -390,7 +403,7 @@ def _train_head(model: Transformer, loss_fn, batch_fn, s: TrainSettings,
         s.train_config(Path(out_dir) / "head" if out_dir is not None else None),
         steps=s.head_only_steps, lr=s.head_lr, warmup_steps=0, min_lr_ratio=1.0,
         weight_decay=0.0, log_every=max(s.head_only_steps // 4, 1),
-        checkpoint_every=s.head_only_steps)
+        checkpoint_every=s.head_only_steps, budget_seconds=None)
     try:
         return train(model, loss_fn, batch_fn, cfg, resume=resume)
     finally:

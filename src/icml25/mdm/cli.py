@@ -11,7 +11,16 @@ from typing import Annotated
 
 import typer
 
-from icml25.core.cli_options import Compile, Device, GradAccum, MaxSeconds, Precision, PresetName
+from icml25.core.cli_options import (
+    BudgetSeconds,
+    Compile,
+    CompileMode,
+    Device,
+    GradAccum,
+    MaxSeconds,
+    Precision,
+    PresetName,
+)
 
 app = typer.Typer(help="Masked diffusion with adaptive unmasking (Sudoku, Zebra, text).",
                   no_args_is_help=True)
@@ -177,6 +186,8 @@ def train(
     compile: Compile = False,
     grad_accum: GradAccum = 1,
     max_seconds: MaxSeconds = None,
+    budget_seconds: BudgetSeconds = None,
+    compile_mode: CompileMode = None,
     weighting: Annotated[str | None, typer.Option(
         help="elbo | none (default elbo; masked diffusion tasks only)")] = None,
     min_mask_rate: Annotated[float, typer.Option(
@@ -219,7 +230,8 @@ def train(
                           min_lr_ratio=recipe.min_lr_ratio, checkpoint_every=checkpoint_every,
                           log_every=100, seed=seed, out_dir=str(out), device=device,
                           precision=precision, compile=compile, grad_accum_steps=grad_accum,
-                          max_seconds=max_seconds)
+                          max_seconds=max_seconds, budget_seconds=budget_seconds,
+                          compile_mode=compile_mode)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     sizes = dict(d_model=recipe.d_model, n_layers=recipe.n_layers, n_heads=recipe.n_heads,
@@ -257,13 +269,17 @@ def train(
     if not is_main_process():
         return  # every rank trained; rank 0 alone writes
     final = out / "model"
+    fit_file = out / "train_budget.json"  # the steps a --budget-seconds run fitted
+    fit = json.loads(fit_file.read_text()) if budget_seconds and fit_file.exists() else None
+    planned = fit["steps"] if fit else cfg.steps
     model.save(final, extra={"task": task, "weighting": weighting or "elbo",
                              "min_mask_rate": min_mask_rate, "autoregressive": spec.causal})
     write_training_card(final, "icml25 mdm train " + " ".join(sys.argv[3:]), log,
                         {spec.size_name: spec.size(data_set), "params": model.num_params(),
                          "preset": preset, "device": device, "precision": precision,
                          "grad_accum_steps": grad_accum, "compile": compile,
-                         "stopped_early": bool(log) and log[-1]["step"] < cfg.steps})
+                         "planned_steps": planned, "budget": fit,
+                         "stopped_early": bool(log) and log[-1]["step"] < planned})
     _err(f"saved {final}")
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "Grade",
     "SudokuError",
     "augment",
+    "augment_maps",
     "candidates_from_grid",
     "count_solutions",
     "find_hidden_single",
@@ -849,6 +850,40 @@ def _line_maps(rng: np.random.Generator, b: int) -> np.ndarray:
     return (band[:, :, None] * 3 + inner).reshape(b, 9)
 
 
+def augment_maps(rng: np.random.Generator, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """The random symmetries :func:`augment` applies to ``b`` boards: ``src`` ``(b, 81)``, the
+    old cell each new cell takes, and ``relabel`` ``(b, 10)`` int8, the new digit of each old
+    one (0, a blank, stays 0). Apply them with numpy (:func:`augment`) or on any torch device.
+
+    Parameters
+    ----------
+    rng : np.random.Generator
+        The symmetries' randomness.
+    b : int
+        Boards.
+
+    Returns
+    -------
+    src, relabel : np.ndarray
+        The cell map and the digit map.
+
+    Examples
+    --------
+    >>> src, relabel = augment_maps(np.random.default_rng(0), 2)
+    >>> src.shape, relabel.shape, sorted(src[0]) == list(range(81)), int(relabel[0, 0])
+    ((2, 81), (2, 10), True, 0)
+    """
+    rows = _line_maps(rng, b)
+    cols = _line_maps(rng, b)
+    src = rows[:, :, None] * 9 + cols[:, None, :]  # (B, 9, 9): new cell -> old cell
+    flip = rng.random(b) < 0.5
+    src[flip] = src[flip].transpose(0, 2, 1)
+    # Digit relabelling through a per-board lookup table; row 0 keeps blanks at 0.
+    relabel = np.zeros((b, 10), dtype=np.int8)
+    relabel[:, 1:] = np.argsort(rng.random((b, 9)), axis=1) + 1
+    return src.reshape(b, 81), relabel
+
+
 def augment(
     puzzles: np.ndarray, solutions: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -856,22 +891,15 @@ def augment(
 
     Per board, independently: digit relabelling (blanks stay 0), band permutation, row
     permutation within each band, stack permutation, column permutation within each stack, and
-    a transpose with probability 1/2. Both arrays are ``(B, 81)``; returns new arrays.
+    a transpose with probability 1/2 (:func:`augment_maps`). Both arrays are ``(B, 81)``;
+    returns new arrays.
     """
     p = np.asarray(puzzles)
     s = np.asarray(solutions)
     if p.shape != s.shape or p.ndim != 2 or p.shape[1] != 81:
         raise SudokuError(f"puzzles and solutions must both be (B, 81); got {p.shape}, {s.shape}")
     b = p.shape[0]
-    rows = _line_maps(rng, b)
-    cols = _line_maps(rng, b)
-    src = rows[:, :, None] * 9 + cols[:, None, :]  # (B, 9, 9): new cell -> old cell
-    flip = rng.random(b) < 0.5
-    src[flip] = src[flip].transpose(0, 2, 1)
-    src = src.reshape(b, 81)
-    # Digit relabelling through a per-board lookup table; row 0 keeps blanks at 0.
-    relabel = np.zeros((b, 10), dtype=np.int8)
-    relabel[:, 1:] = np.argsort(rng.random((b, 9)), axis=1) + 1
+    src, relabel = augment_maps(rng, b)
     rows_idx = np.arange(b)[:, None]
     p_new = relabel[rows_idx, p[rows_idx, src]].astype(p.dtype, copy=False)
     s_new = relabel[rows_idx, s[rows_idx, src]].astype(s.dtype, copy=False)

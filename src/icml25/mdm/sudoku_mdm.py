@@ -21,9 +21,9 @@ from icml25.mdm import sudoku
 from icml25.mdm.model_io import export_checkpoint, load_model, write_training_card
 from icml25.mdm.objective import masked_diffusion_loss
 from icml25.mdm.sampler import sample
-from icml25.mdm.sudoku_data import sudoku_batch
+from icml25.mdm.sudoku_data import SudokuBoards, sudoku_batch
 from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
-from icml25.nn.device import inference_batch_size, place
+from icml25.nn.device import inference_batch_size, place, resolve_device
 
 __all__ = ["MASK", "SOLVE_BATCH", "SolveResult", "default_model_config", "evaluate",
            "export_checkpoint", "load_model", "solve_grids", "solve_sudoku", "solved_report",
@@ -76,9 +76,12 @@ def train_sudoku(
     from that model's weights instead of a fresh one (a warm restart with a new schedule)."""
     torch.manual_seed(cfg.seed)
     model = init or Transformer(model_cfg or default_model_config())
+    # The boards live on the training device and batches are built there (on the CPU the
+    # same values as sudoku_batch, from the same draws).
+    boards = SudokuBoards(puzzles, solutions, resolve_device(cfg.device))
 
     def batch_fn(step, gen, rank):
-        return sudoku_batch(puzzles, solutions, cfg.batch_size, gen) + (gen,)
+        return boards.batch(cfg.batch_size, gen) + (gen,)
 
     def loss_fn(net, batch):
         tokens, maskable, gen = batch

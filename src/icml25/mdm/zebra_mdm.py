@@ -8,12 +8,15 @@ model is the same bidirectional ``icml25.nn.Transformer`` as the Sudoku model, w
 positions and a larger query/key init.
 
 Training draws one size class (houses x attributes) per batch, so rows of a batch have similar
-lengths, and applies ``zebra.augment`` (attribute and value relabelling, mirror, clue order) to
-every example.
+lengths, and applies a random symmetry (attribute and value relabelling, mirror, clue order; as
+``zebra.augment``) to every example. The puzzles are encoded once as arrays
+(:class:`ZebraTable`) and a batch is built by :func:`augmented_batch` with numpy over the whole
+batch, at the pace of a GPU step (``benchmarks/gpu_data_path.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -76,6 +79,165 @@ def encode_batch(puzzles: Sequence[zebra.ZebraPuzzle],
     return torch.from_numpy(tokens), torch.from_numpy(maskable)
 
 
+_KINDS = {kind: i for i, kind in enumerate(zebra.CLUE_KINDS)}
+_LEFT, _RIGHT = _KINDS["left_of"], _KINDS["right_of"]
+_UNARY = min(_KINDS["at"], _KINDS["not_at"])  # kinds from here on name a house, not an item
+
+
+@dataclasses.dataclass(frozen=True)
+class ZebraTable:
+    """Puzzles as arrays, encoded once, from which :func:`augmented_batch` builds batches.
+
+    Attributes
+    ----------
+    n_houses, n_attrs : np.ndarray
+        ``(N,)`` sizes.
+    clues : np.ndarray
+        ``(N, K, 5)``: kind index (``zebra.CLUE_KINDS``), x's attribute and value, then y's
+        attribute and value (binary kinds) or the house and -1 (``at`` / ``not_at``); rows past
+        a puzzle's ``n_clues`` are -1.
+    n_clues : np.ndarray
+        ``(N,)`` clues per puzzle.
+    where : np.ndarray
+        ``(N, 6, 6)``: the house of item (attribute, value) in the solution; -1 outside the
+        puzzle's size.
+    """
+
+    n_houses: np.ndarray
+    n_attrs: np.ndarray
+    clues: np.ndarray
+    n_clues: np.ndarray
+    where: np.ndarray
+
+    @classmethod
+    def from_puzzles(cls, puzzles: Sequence[zebra.ZebraPuzzle]) -> ZebraTable:
+        """Encode ``puzzles`` (one pass in Python; batches are then built without one).
+
+        Examples
+        --------
+        >>> pz = zebra.generate_dataset(3, seed=0, n_houses=4, n_attrs=3)
+        >>> table = ZebraTable.from_puzzles(pz)
+        >>> table.where.shape, int(table.n_houses[0])
+        ((3, 6, 6), 4)
+        """
+        if not puzzles:
+            raise ValueError("no puzzles to encode")
+        k = max(len(p.clues) for p in puzzles)
+        clues = np.full((len(puzzles), k, 5), -1, dtype=np.int64)
+        where = np.full((len(puzzles), zebra.MAX_SIZE, zebra.MAX_SIZE), -1, dtype=np.int64)
+        for i, p in enumerate(puzzles):
+            for j, c in enumerate(p.clues):
+                clues[i, j] = ((_KINDS[c.kind], *c.x, *c.y) if c.y is not None
+                               else (_KINDS[c.kind], *c.x, c.house, -1))
+            sol = np.asarray(p.solution)
+            where[i, :p.n_attrs, :p.n_houses] = zebra._where(sol)
+        return cls(np.array([p.n_houses for p in puzzles]), np.array([p.n_attrs for p in puzzles]),
+                   clues, np.array([len(p.clues) for p in puzzles]), where)
+
+
+def augmented_batch(table: ZebraTable, idx: np.ndarray, rng: np.random.Generator,
+                    max_prompt: int = MAX_PROMPT, *,
+                    augment: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(tokens, maskable)`` of the puzzles ``idx`` of ``table``, each under its own random
+    symmetry (``augment``; the distribution of ``zebra.augment``), laid out as
+    :func:`encode_batch` lays them out; built with numpy over the whole batch.
+
+    Parameters
+    ----------
+    table : ZebraTable
+        The encoded puzzles.
+    idx : np.ndarray
+        ``(B,)`` rows of ``table``, all of one size (houses x attributes): a training batch is
+        one size class.
+    rng : np.random.Generator
+        The symmetries' randomness.
+    max_prompt : int, default=MAX_PROMPT
+        Clue tokens the model has room for.
+    augment : bool, default=True
+        False: the puzzles as they are (then equal to :func:`encode_batch`'s).
+
+    Returns
+    -------
+    tokens, maskable : torch.Tensor
+        ``(B, 36 + longest prompt)`` token ids and the answer cells a model may fill.
+
+    Raises
+    ------
+    ValueError
+        Puzzles of several sizes in ``idx``; zebra.ZebraError for a prompt over ``max_prompt``.
+
+    Examples
+    --------
+    >>> pz = zebra.generate_dataset(4, seed=0, n_houses=3, n_attrs=3)
+    >>> table = ZebraTable.from_puzzles(pz)
+    >>> plain = augmented_batch(table, np.arange(4), np.random.default_rng(0), augment=False)
+    >>> all(bool((a == b).all()) for a, b in zip(plain, encode_batch(pz)))
+    True
+    """
+    idx = np.asarray(idx)
+    sizes = {(int(a), int(b)) for a, b in zip(table.n_houses[idx], table.n_attrs[idx],
+                                               strict=True)}
+    if len(sizes) != 1:
+        raise ValueError(f"a batch is one size class (houses x attributes), got {sorted(sizes)}")
+    (n, m), = sizes
+    b = len(idx)
+    n_clues = table.n_clues[idx]
+    k = int(n_clues.max())
+    clues = table.clues[idx, :k]  # (B, K, 5)
+    rows = np.arange(b)[:, None]
+    if augment:
+        attr = np.argsort(rng.random((b, m)), axis=1)  # attribute a becomes attr[:, a]
+        value = np.argsort(rng.random((b, m, n)), axis=2)  # its value v becomes value[:, a, v]
+        mirror = rng.random(b) < 0.5
+        keys = rng.random((b, k))
+    else:
+        attr = np.broadcast_to(np.arange(m), (b, m))
+        value = np.broadcast_to(np.arange(n), (b, m, n))
+        mirror = np.zeros(b, dtype=bool)
+        keys = np.broadcast_to(np.arange(k, dtype=float), (b, k))
+    keys = np.where(np.arange(k) < n_clues[:, None], keys, np.inf)  # missing clues go last
+    order = np.argsort(keys, axis=1, kind="stable")
+    clues = np.take_along_axis(clues, order[:, :, None], axis=1)
+    present = np.take_along_axis(np.arange(k) < n_clues[:, None], order, axis=1)
+    kind, xa, xv, third, yv = (clues[..., j] for j in range(5))
+    unary = kind >= _UNARY
+    safe = np.where(present, 1, 0)  # index 0 for the missing clues (masked out below)
+    xa_, xv_ = xa * safe, xv * safe
+    ya_, yv_ = np.where(unary, 0, third) * safe, np.where(unary, 0, yv) * safe
+    new_xa, new_ya = attr[rows, xa_], attr[rows, ya_]
+    new_xv, new_yv = value[rows, xa_, xv_], value[rows, ya_, yv_]
+    flip = mirror[:, None]
+    kind = np.where(flip & (kind == _LEFT), _RIGHT, np.where(flip & (kind == _RIGHT), _LEFT, kind))
+    house = np.where(flip, n - 1 - third, third)
+    slots = np.stack([
+        zebra._KIND0 + kind, zebra._ATTR0 + new_xa, zebra._VALUE0 + new_xv,
+        np.where(unary, zebra._POS0 + house, zebra._ATTR0 + new_ya),
+        np.where(unary, zebra.SEP, zebra._VALUE0 + new_yv),
+        np.full_like(kind, zebra.SEP)], axis=-1)  # (B, K, 6)
+    valid = present[..., None] & ~(unary[..., None] & (np.arange(6) == 5))
+    slots, valid = slots.reshape(b, -1), valid.reshape(b, -1)
+    packed = np.argsort(~valid, axis=1, kind="stable")  # valid tokens first, in order
+    body = np.take_along_axis(np.where(valid, slots, zebra.PAD), packed, axis=1)
+    lengths = 3 + valid.sum(1)
+    longest = int(lengths.max())
+    if longest > max_prompt:
+        raise zebra.ZebraError(f"a puzzle has {longest} clue tokens; the model has room for "
+                               f"{max_prompt}")
+    tokens = np.full((b, zebra.ANSWER_LEN + longest), zebra.PAD, dtype=np.int64)
+    tokens[:, zebra.ANSWER_LEN:zebra.ANSWER_LEN + 3] = (zebra._HOUSES0 + n, zebra._ATTRS0 + m,
+                                                         zebra.SEP)
+    tokens[:, zebra.ANSWER_LEN + 3:] = body[:, :longest - 3]
+    # The answer: item (a, v) in house h becomes item (attr[a], value[a, v]) in house h or,
+    # mirrored, n - 1 - h.
+    h = table.where[idx, :m, :n]  # (B, m, n)
+    h = np.where(mirror[:, None, None], n - 1 - h, h)
+    cell = attr[:, :, None] * zebra.MAX_SIZE + value  # (B, m, n)
+    tokens[rows[:, :, None], cell] = zebra._POS0 + h
+    maskable = np.zeros(tokens.shape, dtype=bool)
+    maskable[:, :zebra.ANSWER_LEN] = zebra.answer_mask(n, m)
+    return torch.from_numpy(tokens), torch.from_numpy(maskable)
+
+
 def zebra_loss(model, batch, generator: torch.Generator | None = None, weighting="elbo",
                min_mask_rate: float = 0.0):
     tokens, maskable = batch
@@ -102,14 +264,15 @@ def train_zebra(puzzles: Sequence[zebra.ZebraPuzzle], cfg: TrainConfig,
         raise ValueError(f"no training puzzle fits in {max_prompt} clue tokens")
     classes = _size_classes(puzzles)
     weights = np.array([len(c) for c in classes], dtype=float)
+    table = ZebraTable.from_puzzles(puzzles)
     torch.manual_seed(cfg.seed)
     model = init or Transformer(model_cfg)
 
     def batch_fn(step, gen, rank):
         rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=gen)))
         members = classes[rng.choice(len(classes), p=weights / weights.sum())]
-        chosen = [zebra.augment(puzzles[i], rng) for i in rng.choice(members, cfg.batch_size)]
-        return encode_batch(chosen, max_prompt) + (gen,)
+        idx = rng.choice(members, cfg.batch_size)
+        return augmented_batch(table, idx, rng, max_prompt) + (gen,)
 
     def loss_fn(net, batch):
         tokens, maskable, gen = batch

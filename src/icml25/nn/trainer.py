@@ -11,6 +11,12 @@ with the same weights as an uninterrupted one.
 Accumulation: micro-batch ``m`` of rank ``r`` is drawn as rank ``r + world * m`` would draw it, so
 a run of ``W`` processes accumulating ``k`` micro-batches sees exactly the batches of ``W * k``
 processes that do not accumulate. ``batch_size`` is per process and micro-batch.
+
+Time budgets: ``max_seconds`` stops at the first step past it (with a log row and a checkpoint);
+``budget_seconds`` sets the step count itself: after ``calibration_skip`` steps (start-up, CUDA
+initialisation, compilation) the next ``calibration_steps`` are timed, and ``steps`` becomes
+the number that fits the rest of the budget at that rate (never more than configured), so the
+schedule (warm-up, cosine) ends when the budget does.
 """
 
 from __future__ import annotations
@@ -42,6 +48,9 @@ from icml25.nn.device import (
 from icml25.nn.precision import autocast, check_precision, grad_scaler
 
 CHECKPOINT = "checkpoint"
+# torch.compile's modes: "reduce-overhead" adds CUDA graphs (static shapes only),
+# "max-autotune-no-cudagraphs" tunes matmul kernels (a longer compilation).
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 @dataclasses.dataclass
@@ -63,7 +72,11 @@ class TrainConfig:
     precision: str = "fp32"  # fp32 | bf16 | fp16 (autocast; weights stay fp32)
     compile: bool = False  # torch.compile the model
     grad_accum_steps: int = 1  # micro-batches per optimizer step
-    max_seconds: float | None = None  # stop, with a checkpoint, at the first log step past this
+    max_seconds: float | None = None  # stop, with a checkpoint, at the first step past this
+    budget_seconds: float | None = None  # fit ``steps`` to this wall time (see the module doc)
+    calibration_skip: int = 10  # steps left out of the budget's rate (start-up, compilation)
+    calibration_steps: int = 40  # steps whose rate fits ``steps`` to ``budget_seconds``
+    compile_mode: str | None = None  # torch.compile mode (COMPILE_MODES); None = its default
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch_size < 1:
@@ -76,6 +89,13 @@ class TrainConfig:
             raise ValueError("grad_accum_steps must be >= 1")
         if self.max_seconds is not None and not self.max_seconds > 0:
             raise ValueError("max_seconds must be positive (or None)")
+        if self.budget_seconds is not None and not self.budget_seconds > 0:
+            raise ValueError("budget_seconds must be positive (or None)")
+        if self.calibration_skip < 0 or self.calibration_steps < 1:
+            raise ValueError("calibration_skip must be >= 0 and calibration_steps >= 1")
+        if self.compile_mode is not None and self.compile_mode not in COMPILE_MODES:
+            raise ValueError(f"compile_mode must be one of {', '.join(COMPILE_MODES)} (or None), "
+                             f"got {self.compile_mode!r}")
         check_device(self.device)
         check_precision(self.precision)
 
@@ -87,6 +107,7 @@ class TrainState:
     ema: dict[str, torch.Tensor] | None = None
     scaler: dict[str, Any] | None = None  # the fp16 gradient scaler's state
     stopped_early: bool = False  # max_seconds ran out before cfg.steps
+    budget: dict[str, float] | None = None  # the budget fit: rate, start-up, the steps chosen
 
 
 def cosine_lr(step: int, cfg: TrainConfig) -> float:
@@ -144,7 +165,8 @@ def _save_checkpoint(directory: Path, model: nn.Module, opt, scaler, state: Trai
     else:
         torch.save(to_cpu(model.state_dict()), tmp / "model.pt")
     torch.save({"optimizer": to_cpu(opt.state_dict()), "step": state.step, "log": state.log,
-                "ema": to_cpu(state.ema), "scaler": state.scaler}, tmp / "trainer_state.pt")
+                "ema": to_cpu(state.ema), "scaler": state.scaler, "budget": state.budget},
+               tmp / "trainer_state.pt")
     old = directory.with_name(directory.name + ".old")
     if directory.exists():
         directory.rename(old)
@@ -176,7 +198,8 @@ def _load_checkpoint(directory: Path, model: nn.Module, opt, scaler,
     if saved.get("scaler"):
         scaler.load_state_dict(saved["scaler"])
     ema = saved["ema"] and {k: v.to(device) for k, v in saved["ema"].items()}
-    return TrainState(step=saved["step"], log=saved["log"], ema=ema, scaler=saved.get("scaler"))
+    return TrainState(step=saved["step"], log=saved["log"], ema=ema, scaler=saved.get("scaler"),
+                      budget=saved.get("budget"))
 
 
 def _check_finite(loss: torch.Tensor, step: int) -> None:
@@ -192,6 +215,64 @@ def _out_of_time(start: float, cfg: TrainConfig, world: int, device: torch.devic
         torch.distributed.broadcast(flag, 0)
         over = bool(flag.item())
     return over
+
+
+def steps_in_budget(done: int, steps_per_s: float, elapsed: float, budget: float,
+                    cap: int) -> int:
+    """The step count that ends a run at ``budget`` seconds: ``done`` steps were taken in
+    ``elapsed`` seconds, the rest go at ``steps_per_s``; never fewer than ``done`` nor more
+    than ``cap``.
+
+    Parameters
+    ----------
+    done : int
+        Steps already taken.
+    steps_per_s : float
+        The measured rate (start-up excluded).
+    elapsed, budget : float
+        Seconds spent so far, and in all.
+    cap : int
+        The configured step count (the budget only ever shortens a run).
+
+    Returns
+    -------
+    int
+        The new total step count.
+
+    Examples
+    --------
+    >>> steps_in_budget(50, 10.0, 20.0, 60.0, 10_000)  # 40 s left at 10 steps/s
+    450
+    >>> steps_in_budget(50, 10.0, 70.0, 60.0, 10_000)  # over budget already: stop now
+    50
+    """
+    left = max(budget - elapsed, 0.0)
+    return int(min(cap, done + max(math.floor(left * steps_per_s), 0)))
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _fit_budget(cfg: TrainConfig, state: TrainState, *, done: int, start: float,
+                timed_from: float, world: int, device: torch.device) -> TrainConfig:
+    """``cfg`` with ``steps`` fitted to ``budget_seconds`` after the calibration window (the
+    last ``calibration_steps`` steps, timed from ``timed_from``); ``state.budget`` records the
+    fit. Rank 0's numbers decide under DDP."""
+    now = time.perf_counter()
+    rate = cfg.calibration_steps / max(now - timed_from, 1e-9)
+    fitted = steps_in_budget(done, rate, now - start, cfg.budget_seconds, cfg.steps)
+    if world > 1:
+        flag = torch.tensor(float(fitted), device=device)
+        torch.distributed.broadcast(flag, 0)
+        fitted = int(flag.item())
+    state.budget = {"steps_per_s": rate, "startup_seconds": timed_from - start,
+                    "calibration_steps": cfg.calibration_steps,
+                    "calibration_skip": cfg.calibration_skip, "at_step": done,
+                    "budget_seconds": cfg.budget_seconds, "configured_steps": cfg.steps,
+                    "steps": fitted}
+    return dataclasses.replace(cfg, steps=fitted)
 
 
 def train(
@@ -217,7 +298,9 @@ def train(
     configure_backends(device)
     rank, world = _distributed(device)
     model.to(device)
-    net: nn.Module = torch.compile(model) if cfg.compile else model
+    net: nn.Module = model
+    if cfg.compile:
+        net = torch.compile(model, mode=None if cfg.compile_mode == "default" else cfg.compile_mode)
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel
 
@@ -234,14 +317,21 @@ def train(
         state = _load_checkpoint(ckpt, model, opt, scaler, device)
     if cfg.ema_decay is not None and state.ema is None:
         state.ema = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    if state.budget is not None:  # a resumed budget run keeps the steps it fitted
+        cfg = dataclasses.replace(cfg, steps=state.budget["steps"])
+    fitting = cfg.budget_seconds is not None and state.budget is None
 
     model.train()
     k = cfg.grad_accum_steps
     examples = (examples_per_batch or cfg.batch_size) * k * world
     start = window_start = time.perf_counter()
     window_steps = 0
+    first = state.step
+    timed_from = start
     steps = range(state.step, cfg.steps)
     for step in track(steps, "training", enabled=None if rank == 0 else False):
+        if step >= cfg.steps:  # the budget shortened the run
+            break
         for group in opt.param_groups:
             group["lr"] = cosine_lr(step, cfg)
         opt.zero_grad(set_to_none=True)
@@ -276,7 +366,20 @@ def train(
                         state.ema[name].lerp_(v, 1 - cfg.ema_decay)
         state.step = step + 1
         window_steps += 1
-        logging = state.step % cfg.log_every == 0 or state.step == cfg.steps
+        local = state.step - first
+        if fitting and local == cfg.calibration_skip:
+            _sync(device)  # start-up and compilation end here
+            timed_from = time.perf_counter()
+        if fitting and local == cfg.calibration_skip + cfg.calibration_steps:
+            _sync(device)
+            cfg = _fit_budget(cfg, state, done=state.step, start=start, timed_from=timed_from,
+                              world=world, device=device)
+            fitting = False
+        # One process checks its clock every step (no sync); under DDP, at log steps.
+        out_of_time = state.step < cfg.steps and (
+            world == 1 or state.step % cfg.log_every == 0) and _out_of_time(start, cfg, world,
+                                                                           device)
+        logging = state.step % cfg.log_every == 0 or state.step == cfg.steps or out_of_time
         saving = ckpt is not None and (state.step % cfg.checkpoint_every == 0
                                        or state.step == cfg.steps)
         if logging or saving:
@@ -291,8 +394,7 @@ def train(
             if on_log and rank == 0:
                 on_log(row)
             window_start, window_steps = time.perf_counter(), 0
-            state.stopped_early = state.step < cfg.steps and _out_of_time(start, cfg, world,
-                                                                          device)
+        state.stopped_early = out_of_time
         if scaler.is_enabled() and (saving or state.stopped_early or state.step == cfg.steps):
             state.scaler = scaler.state_dict()  # reads the scale: a GPU sync, so not every step
         if ckpt is not None and rank == 0 and (saving or state.stopped_early):
@@ -305,4 +407,6 @@ def train(
     if cfg.out_dir and rank == 0:
         (Path(cfg.out_dir) / "train_log.jsonl").write_text(
             "".join(json.dumps(r) + "\n" for r in state.log))
+        if state.budget is not None:
+            (Path(cfg.out_dir) / "train_budget.json").write_text(json.dumps(state.budget))
     return state
