@@ -12,7 +12,8 @@ Accumulation: micro-batch ``m`` of rank ``r`` is drawn as rank ``r + world * m``
 a run of ``W`` processes accumulating ``k`` micro-batches sees exactly the batches of ``W * k``
 processes that do not accumulate. ``batch_size`` is per process and micro-batch.
 
-Time budgets: ``max_seconds`` stops at the first step past it (with a log row and a checkpoint);
+Time budgets: ``max_seconds`` stops at the first step past it (with a log row and a checkpoint),
+and so does a SIGTERM to a single process (``timeout``, a scheduler's notice);
 ``budget_seconds`` sets the step count itself: after ``calibration_skip`` steps (start-up, CUDA
 initialisation, compilation) the next ``calibration_steps`` are timed, and ``steps`` becomes
 the number that fits the rest of the budget at that rate (never more than configured), so the
@@ -27,6 +28,8 @@ import json
 import math
 import os
 import shutil
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -75,7 +78,7 @@ class TrainConfig:
     max_seconds: float | None = None  # stop, with a checkpoint, at the first step past this
     budget_seconds: float | None = None  # fit ``steps`` to this wall time (see the module doc)
     calibration_skip: int = 10  # steps left out of the budget's rate (start-up, compilation)
-    calibration_steps: int = 40  # steps whose rate fits ``steps`` to ``budget_seconds``
+    calibration_steps: int = 20  # steps whose rate fits ``steps`` to ``budget_seconds``
     compile_mode: str | None = None  # torch.compile mode (COMPILE_MODES); None = its default
 
     def __post_init__(self) -> None:
@@ -106,7 +109,7 @@ class TrainState:
     log: list[dict[str, float]] = dataclasses.field(default_factory=list)
     ema: dict[str, torch.Tensor] | None = None
     scaler: dict[str, Any] | None = None  # the fp16 gradient scaler's state
-    stopped_early: bool = False  # max_seconds ran out before cfg.steps
+    stopped_early: bool = False  # max_seconds ran out (or a SIGTERM came) before cfg.steps
     budget: dict[str, float] | None = None  # the budget fit: rate, start-up, the steps chosen
 
 
@@ -164,6 +167,8 @@ def _save_checkpoint(directory: Path, model: nn.Module, opt, scaler, state: Trai
         model.save(tmp, extra={"train": dataclasses.asdict(cfg), "step": state.step})
     else:
         torch.save(to_cpu(model.state_dict()), tmp / "model.pt")
+    (tmp / "train_config.json").write_text(json.dumps(
+        {"train": dataclasses.asdict(cfg), "step": state.step}, default=str))
     torch.save({"optimizer": to_cpu(opt.state_dict()), "step": state.step, "log": state.log,
                 "ema": to_cpu(state.ema), "scaler": state.scaler, "budget": state.budget},
                tmp / "trainer_state.pt")
@@ -275,6 +280,23 @@ def _fit_budget(cfg: TrainConfig, state: TrainState, *, done: int, start: float,
     return dataclasses.replace(cfg, steps=fitted)
 
 
+@contextlib.contextmanager
+def _stop_on_sigterm(enabled: bool):
+    """While training, a SIGTERM sets the event the loop checks every step (it then stops with a
+    log row and a checkpoint, as at ``max_seconds``), instead of killing the process mid-step.
+    Only in the main thread of a single process, and only over the default handler."""
+    requested = threading.Event()
+    if not (enabled and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL):
+        yield requested
+        return
+    signal.signal(signal.SIGTERM, lambda signum, frame: requested.set())
+    try:
+        yield requested
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def train(
     model: nn.Module,
     loss_fn: Callable[[nn.Module, Any], torch.Tensor | tuple[torch.Tensor, dict[str, float]]],
@@ -329,81 +351,83 @@ def train(
     first = state.step
     timed_from = start
     steps = range(state.step, cfg.steps)
-    for step in track(steps, "training", enabled=None if rank == 0 else False):
-        if step >= cfg.steps:  # the budget shortened the run
-            break
-        for group in opt.param_groups:
-            group["lr"] = cosine_lr(step, cfg)
-        opt.zero_grad(set_to_none=True)
-        loss_sum, metric_sums = torch.zeros((), device=device), {}
-        for micro in range(k):
-            virtual_rank = rank + world * micro
-            seed = step_seed(cfg.seed, step, virtual_rank)
-            batch = batch_fn(step, torch.Generator().manual_seed(seed), virtual_rank)
-            batch = to_device(batch, device)
-            torch.manual_seed(seed + 1)  # dropout noise of this micro-batch
-            last = micro == k - 1
-            with contextlib.nullcontext() if last or world == 1 else net.no_sync():
-                with autocast(device, cfg.precision):
-                    out = loss_fn(net, batch)
-                loss, metrics = out if isinstance(out, tuple) else (out, {})
-                if device.type == "cpu":
-                    _check_finite(loss, step)  # free here; on a GPU it would sync every step
-                scaler.scale(loss / k).backward()  # DDP averages the gradients on the last one
-            loss_sum += loss.detach().float()
-            for name, value in metrics.items():
-                metric_sums[name] = metric_sums.get(name, 0.0) + value
-        grad_norm = torch.tensor(float("nan"))
-        if cfg.grad_clip:
-            scaler.unscale_(opt)
-            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        scaler.step(opt)
-        scaler.update()
-        if state.ema is not None:
-            with torch.no_grad():
-                for name, v in model.state_dict().items():
-                    if v.dtype.is_floating_point:
-                        state.ema[name].lerp_(v, 1 - cfg.ema_decay)
-        state.step = step + 1
-        window_steps += 1
-        local = state.step - first
-        if fitting and local == cfg.calibration_skip:
-            _sync(device)  # start-up and compilation end here
-            timed_from = time.perf_counter()
-        if fitting and local == cfg.calibration_skip + cfg.calibration_steps:
-            _sync(device)
-            cfg = _fit_budget(cfg, state, done=state.step, start=start, timed_from=timed_from,
-                              world=world, device=device)
-            fitting = False
-        # One process checks its clock every step (no sync); under DDP, at log steps.
-        out_of_time = state.step < cfg.steps and (
-            world == 1 or state.step % cfg.log_every == 0) and _out_of_time(start, cfg, world,
-                                                                           device)
-        logging = state.step % cfg.log_every == 0 or state.step == cfg.steps or out_of_time
-        saving = ckpt is not None and (state.step % cfg.checkpoint_every == 0
-                                       or state.step == cfg.steps)
-        if logging or saving:
-            _check_finite(loss_sum, step)
-        if logging:
-            elapsed = time.perf_counter() - window_start
-            row = {"step": state.step, "loss": loss_sum.item() / k, "lr": cosine_lr(step, cfg),
-                   "grad_norm": float(grad_norm),
-                   "examples_per_s": window_steps * examples / max(elapsed, 1e-9),
-                   **{name: float(v) / k for name, v in metric_sums.items()}}
-            state.log.append(row)
-            if on_log and rank == 0:
-                on_log(row)
-            window_start, window_steps = time.perf_counter(), 0
-        state.stopped_early = out_of_time
-        if scaler.is_enabled() and (saving or state.stopped_early or state.step == cfg.steps):
-            state.scaler = scaler.state_dict()  # reads the scale: a GPU sync, so not every step
-        if ckpt is not None and rank == 0 and (saving or state.stopped_early):
-            _save_checkpoint(ckpt, model, opt, scaler, state, cfg)
-        if world > 1 and ckpt is not None and (state.step % cfg.checkpoint_every == 0
-                                               or state.stopped_early):
-            torch.distributed.barrier()
-        if state.stopped_early:
-            break
+    with _stop_on_sigterm(world == 1) as terminated:
+        for step in track(steps, "training", enabled=None if rank == 0 else False):
+            if step >= cfg.steps:  # the budget shortened the run
+                break
+            for group in opt.param_groups:
+                group["lr"] = cosine_lr(step, cfg)
+            opt.zero_grad(set_to_none=True)
+            loss_sum, metric_sums = torch.zeros((), device=device), {}
+            for micro in range(k):
+                virtual_rank = rank + world * micro
+                seed = step_seed(cfg.seed, step, virtual_rank)
+                batch = batch_fn(step, torch.Generator().manual_seed(seed), virtual_rank)
+                batch = to_device(batch, device)
+                torch.manual_seed(seed + 1)  # dropout noise of this micro-batch
+                last = micro == k - 1
+                with contextlib.nullcontext() if last or world == 1 else net.no_sync():
+                    with autocast(device, cfg.precision):
+                        out = loss_fn(net, batch)
+                    loss, metrics = out if isinstance(out, tuple) else (out, {})
+                    if device.type == "cpu":
+                        _check_finite(loss, step)  # free here; on a GPU it would sync
+                    scaler.scale(loss / k).backward()  # DDP averages the gradients on the last
+                loss_sum += loss.detach().float()
+                for name, value in metrics.items():
+                    metric_sums[name] = metric_sums.get(name, 0.0) + value
+            grad_norm = torch.tensor(float("nan"))
+            if cfg.grad_clip:
+                scaler.unscale_(opt)
+                grad_norm = nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            scaler.step(opt)
+            scaler.update()
+            if state.ema is not None:
+                with torch.no_grad():
+                    for name, v in model.state_dict().items():
+                        if v.dtype.is_floating_point:
+                            state.ema[name].lerp_(v, 1 - cfg.ema_decay)
+            state.step = step + 1
+            window_steps += 1
+            local = state.step - first
+            if fitting and local == cfg.calibration_skip:
+                _sync(device)  # start-up and compilation end here
+                timed_from = time.perf_counter()
+            if fitting and local == cfg.calibration_skip + cfg.calibration_steps:
+                _sync(device)
+                cfg = _fit_budget(cfg, state, done=state.step, start=start, timed_from=timed_from,
+                                  world=world, device=device)
+                fitting = False
+            # One process checks its clock every step (no sync); under DDP, at log steps.
+            out_of_time = state.step < cfg.steps and (
+                (world == 1 and terminated.is_set())
+                or ((world == 1 or state.step % cfg.log_every == 0)
+                    and _out_of_time(start, cfg, world, device)))
+            logging = state.step % cfg.log_every == 0 or state.step == cfg.steps or out_of_time
+            saving = ckpt is not None and (state.step % cfg.checkpoint_every == 0
+                                           or state.step == cfg.steps)
+            if logging or saving:
+                _check_finite(loss_sum, step)
+            if logging:
+                elapsed = time.perf_counter() - window_start
+                row = {"step": state.step, "loss": loss_sum.item() / k,
+                       "lr": cosine_lr(step, cfg), "grad_norm": float(grad_norm),
+                       "examples_per_s": window_steps * examples / max(elapsed, 1e-9),
+                       **{name: float(v) / k for name, v in metric_sums.items()}}
+                state.log.append(row)
+                if on_log and rank == 0:
+                    on_log(row)
+                window_start, window_steps = time.perf_counter(), 0
+            state.stopped_early = out_of_time
+            if scaler.is_enabled() and (saving or state.stopped_early or state.step == cfg.steps):
+                state.scaler = scaler.state_dict()  # reads the scale: a GPU sync, not every step
+            if ckpt is not None and rank == 0 and (saving or state.stopped_early):
+                _save_checkpoint(ckpt, model, opt, scaler, state, cfg)
+            if world > 1 and ckpt is not None and (state.step % cfg.checkpoint_every == 0
+                                                   or state.stopped_early):
+                torch.distributed.barrier()
+            if state.stopped_early:
+                break
     if cfg.out_dir and rank == 0:
         (Path(cfg.out_dir) / "train_log.jsonl").write_text(
             "".join(json.dumps(r) + "\n" for r in state.log))
