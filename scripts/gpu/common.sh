@@ -85,6 +85,17 @@ train_args() {
   echo "${args[@]}"
 }
 
+# eager_retry NAME RUN_DIR CMD...: after a compiled stage that failed without leaving a model
+# (a compiler error on the first try must not cost the run), run CMD again without compiling,
+# for what is left of the time (resuming from RUN_DIR's checkpoint if it has one). CMD is the
+# stage's function, called with STAGE_COMPILE=0.
+eager_retry() {
+  local name=$1 dir=$2; shift 2
+  if [ -f "$dir/model/config.json" ] || [ "${STAGE_COMPILE:-$COMPILE}" != 1 ]; then return 0; fi
+  say "$name left no model: retrying without compilation"
+  STAGE_COMPILE=0 "$@"
+}
+
 # finish STATUS: write $OUT/result.json (once) from whatever the run folders hold.
 FINISHED=0
 finish() {

@@ -18,15 +18,20 @@ RESULT_ARGS=(--system mdm-sudoku --stage "$WORK/run" --eval "$WORK/eval.json" --
              --paper-note "300 epochs of 1.8M puzzles at batch 128 (Kim et al. 2025)")
 
 say "generating $N_TEST held-out easy puzzles (seed 2) in the background"
-icml25 mdm generate --n "$N_TEST" --seed 2 --processes "$PROCS" -o "$WORK/test.npz" &
+icml25 mdm generate --n "$N_TEST" --seed 2 --processes $((PROCS > 3 ? PROCS - 2 : 1)) \
+  -o "$WORK/test.npz" &
 GEN=$!
 
-seconds=$(budget 100)
-say "training for ${seconds}s on ${#TRAIN_DATA[@]} shipped files x $BATCH"
 data=(); for f in "${TRAIN_DATA[@]}"; do data+=(--data "$f"); done
-step train $((seconds + STARTUP_SECONDS + GRACE)) \
-  "$PY" -m icml25 mdm train --task sudoku --preset paper "${data[@]}" --out "$WORK/run" \
-  --batch-size "$BATCH" --checkpoint-every 2000 $(train_args "$seconds") "${EXTRA[@]}"
+train() {
+  local seconds; seconds=$(budget 100)
+  say "training for ${seconds}s on ${#TRAIN_DATA[@]} shipped files x $BATCH"
+  step train $((seconds + STARTUP_SECONDS + GRACE)) \
+    "$PY" -m icml25 mdm train --task sudoku --preset paper "${data[@]}" --out "$WORK/run" \
+    --batch-size "$BATCH" --checkpoint-every 2000 $(train_args "$seconds") "${EXTRA[@]}"
+}
+train
+eager_retry train "$WORK/run" train
 
 wait "$GEN" || say "held-out generation failed"
 say "evaluating on $N_TEST held-out puzzles"

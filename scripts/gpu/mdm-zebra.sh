@@ -69,9 +69,12 @@ STAGE_COMPILE=0 stage stage2 "$s2" --min-mask-rate 1 --data "$WORK/lookup.jsonl"
   $(init_from stage1) --warmup 100
 wait "$GEN" || say "puzzle generation failed"
 STAGES_LEFT=1
-s3=$(budget 100)
-stage run "$s3" --data "$WORK/real.jsonl" --data "$WORK/lookup-mix.jsonl" \
-  $(init_from stage2) --warmup 200
+last_stage() {
+  stage run "$(budget 100)" --data "$WORK/real.jsonl" --data "$WORK/lookup-mix.jsonl" \
+    $(init_from stage2) --warmup 200
+}
+last_stage
+eager_retry run "$WORK/run" last_stage
 
 say "evaluating on $N_TEST held-out puzzles"
 step evaluate $(( $(left) - SUMMARY_SECONDS )) sh -c '"$0" -m icml25 mdm evaluate --task zebra \

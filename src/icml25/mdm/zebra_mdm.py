@@ -175,11 +175,11 @@ def augmented_batch(table: ZebraTable, idx: np.ndarray, rng: np.random.Generator
     True
     """
     idx = np.asarray(idx)
-    sizes = {(int(a), int(b)) for a, b in zip(table.n_houses[idx], table.n_attrs[idx],
-                                               strict=True)}
-    if len(sizes) != 1:
-        raise ValueError(f"a batch is one size class (houses x attributes), got {sorted(sizes)}")
-    (n, m), = sizes
+    houses, attrs = table.n_houses[idx], table.n_attrs[idx]
+    if len(idx) and (houses.min() != houses.max() or attrs.min() != attrs.max()):
+        sizes = sorted({(int(a), int(b)) for a, b in zip(houses, attrs, strict=True)})
+        raise ValueError(f"a batch is one size class (houses x attributes), got {sizes}")
+    n, m = int(houses[0]), int(attrs[0])
     b = len(idx)
     n_clues = table.n_clues[idx]
     k = int(n_clues.max())
@@ -216,17 +216,16 @@ def augmented_batch(table: ZebraTable, idx: np.ndarray, rng: np.random.Generator
         np.full_like(kind, zebra.SEP)], axis=-1)  # (B, K, 6)
     valid = present[..., None] & ~(unary[..., None] & (np.arange(6) == 5))
     slots, valid = slots.reshape(b, -1), valid.reshape(b, -1)
-    packed = np.argsort(~valid, axis=1, kind="stable")  # valid tokens first, in order
-    body = np.take_along_axis(np.where(valid, slots, zebra.PAD), packed, axis=1)
-    lengths = 3 + valid.sum(1)
-    longest = int(lengths.max())
+    # Each valid token goes to the next free place of its row's prompt, in order.
+    place = np.cumsum(valid, axis=1) - 1 + zebra.ANSWER_LEN + 3
+    longest = 3 + int(valid.sum(1).max())
     if longest > max_prompt:
         raise zebra.ZebraError(f"a puzzle has {longest} clue tokens; the model has room for "
                                f"{max_prompt}")
     tokens = np.full((b, zebra.ANSWER_LEN + longest), zebra.PAD, dtype=np.int64)
     tokens[:, zebra.ANSWER_LEN:zebra.ANSWER_LEN + 3] = (zebra._HOUSES0 + n, zebra._ATTRS0 + m,
                                                          zebra.SEP)
-    tokens[:, zebra.ANSWER_LEN + 3:] = body[:, :longest - 3]
+    tokens[np.broadcast_to(rows, valid.shape)[valid], place[valid]] = slots[valid]
     # The answer: item (a, v) in house h becomes item (attr[a], value[a, v]) in house h or,
     # mirrored, n - 1 - h.
     h = table.where[idx, :m, :n]  # (B, m, n)
