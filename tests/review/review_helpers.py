@@ -8,9 +8,10 @@ from icml25.review.db import Settings
 
 
 def fast_settings(url: str, tmp_path) -> Settings:
-    """Settings with a cheap argon2 cost and no deadline loop (tests only)."""
+    """Settings with a cheap argon2 cost, no deadline loop and no job runner inside the app
+    (tests run the jobs themselves, with ``run_due_jobs``) (tests only)."""
     return Settings(database_url=url, upload_dir=tmp_path / "uploads", argon2_time_cost=1,
-                    argon2_memory_kib=8192, tick_seconds=0)
+                    argon2_memory_kib=8192, tick_seconds=0, job_runner="worker")
 
 
 def csrf_of(html: str) -> str:

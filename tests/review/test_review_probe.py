@@ -214,7 +214,11 @@ GENERIC_JSON = {"title": "T", "abstract": "A", "authors": [{"name": "N", "email"
                 "recommendation": "accept", "outcome": "accept", "value": 1, "user_id": 1,
                 "force": False, "pairs": [], "kind": "none", "rating": 3, "public": False,
                 "bids": {}, "types": [], "max_chars": 1000,
-                "template": "t", "fields": []}
+                "template": "t", "fields": [],
+                "invitations": [{"email": "inv@x.example", "name": "I", "role": "reviewer"}],
+                "token": "no-such-token", "password": "long-enough-pw", "institution": "U",
+                "domain": "u.example", "conflicted": True, "reason": "r", "subject": "s",
+                "body": "b", "dry_run": True, "mail_preference": "digest", "quota": 1}
 
 
 class _Recorder:
@@ -267,7 +271,8 @@ def test_every_route_asks_the_authority(settings, engine, db):
     review = db.scalar(select(m.Review).where(m.Review.submission_id == sub.id))
     values = {"slug": "routes", "sid": sub.id, "rid": review.id, "uid": sub.submitter_id,
               "tid": 999, "name": "swagger-ui.css", "bid": 1, "xid": 1,
-              "ac_id": sub.submitter_id}
+              "ac_id": sub.submitter_id, "job_id": 1, "email_id": 1, "inv_id": 1,
+              "token": "no-such-token", "aid": 1}
     app = create_app(settings, engine)
     routes = _routes(app.routes)
     assert len(routes) > 60  # the whole table: pages and API

@@ -129,7 +129,10 @@ for _kw in PERSONAS.values():
 # accounts that may do almost nothing: not logged in, or not yet proven to own their address
 PERSONAS["unverified_author"] = dict(is_author=True, conflicted=True, verified=False)
 PERSONAS["anonymous"] = dict(logged_in=False)
-ACCOUNT_ACTIONS = {Action.VIEW_PUBLIC, Action.USE_ACCOUNT, Action.VIEW_PROFILE}
+ACCOUNT_ACTIONS = {Action.VIEW_PUBLIC, Action.USE_ACCOUNT, Action.VIEW_PROFILE,
+                   Action.ANSWER_INVITATION, Action.RESET_PASSWORD}
+# taken through a link sent to an address: no login needed
+LINK_ACTIONS = {Action.VIEW_PUBLIC, Action.ANSWER_INVITATION, Action.RESET_PASSWORD}
 
 STAFF = {"chair", "ac_assigned", "reviewer_assigned", "reviewer_assigned_nodone", "author",
          "sac", "subreviewer"}  # who reads the paper
@@ -139,7 +142,7 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
     """The rules as the issue states them (written independently of workflow.py)."""
     i = CHAIN.index(phase)
     if persona == "anonymous":
-        return action is Action.VIEW_PUBLIC
+        return action in LINK_ACTIONS
     if persona == "unverified_author" or action in ACCOUNT_ACTIONS:
         return action in ACCOUNT_ACTIONS
     if action is Action.SUBMIT:
@@ -238,6 +241,19 @@ def expected(persona: str, action: Action, phase: Phase) -> bool:
         return persona == "subreviewer" and phase is P.REVIEWING
     if action is Action.VIEW_SUBREVIEWER_IDENTITY:
         return persona == "chair"
+    # people, conflicts and mail: a job is shown to chairs and site admins (and whoever
+    # started it: own_job, not set here); the mail log to site admins; a conflict is
+    # overridden by a chair and declared by a committee member; bulk mail by chairs
+    if action is Action.VIEW_JOB:
+        return persona in ("chair", "chair_conflicted", "site_admin")
+    if action is Action.VIEW_MAIL_LOG:
+        return persona == "site_admin"
+    if action in (Action.OVERRIDE_CONFLICT, Action.SEND_BULK_MAIL):
+        return persona in ("chair", "chair_conflicted")
+    if action is Action.DECLARE_CONFLICT:
+        return persona in ("chair", "chair_conflicted", "ac_assigned", "ac_other",
+                           "reviewer_assigned", "reviewer_assigned_nodone", "reviewer_other",
+                           "reviewer_conflicted", "sac", "sac_conflicted")
     raise AssertionError(action)
 
 

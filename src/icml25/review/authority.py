@@ -89,10 +89,21 @@ class Action(StrEnum):
     WRITE_DELEGATED_REVIEW = "write_delegated_review"  # a sub-reviewer writes the inviter's
     VIEW_SUBREVIEWER = "view_subreviewer"  # that one sub-reviewer exists (pseudonymously)
     VIEW_SUBREVIEWER_IDENTITY = "view_subreviewer_identity"  # their name and e-mail
+    # people, conflicts and mail
+    VIEW_JOB = "view_job"  # a background job's status: who started it, the venue's chairs
+    VIEW_MAIL_LOG = "view_mail_log"  # every e-mail of the platform in full: site admins
+    ANSWER_INVITATION = "answer_invitation"  # accept or decline: whoever holds the link
+    OVERRIDE_CONFLICT = "override_conflict"  # set or lift a conflict with a reason: chairs
+    DECLARE_CONFLICT = "declare_conflict"  # a committee member declares their own conflict
+    SEND_BULK_MAIL = "send_bulk_mail"  # mail a filtered group of the venue: chairs
+    RESET_PASSWORD = "reset_password"  # ask for or follow a reset link: no login needed
 
 
 # actions an account may take before its e-mail address is verified
-UNVERIFIED_OK = frozenset({Action.VIEW_PUBLIC, Action.USE_ACCOUNT, Action.VIEW_PROFILE})
+UNVERIFIED_OK = frozenset({Action.VIEW_PUBLIC, Action.USE_ACCOUNT, Action.VIEW_PROFILE,
+                           Action.ANSWER_INVITATION, Action.RESET_PASSWORD})
+# actions taken without logging in: what proves the right is a link sent to an address
+NO_LOGIN = frozenset({Action.VIEW_PUBLIC, Action.ANSWER_INVITATION, Action.RESET_PASSWORD})
 MIN_RATINGS_FOR_AGGREGATE = 3
 
 
@@ -161,6 +172,7 @@ class Facts:
     # after the decision
     accepted: bool = False  # the paper's decision is of a type that accepts it
     camera_ready_closed: bool = False  # the venue's camera-ready deadline has passed
+    own_job: bool = False  # the background job asked about was started by the viewer
 
     @property
     def chair(self) -> bool:
@@ -272,7 +284,7 @@ def authorize(action: Action | str, f: Facts) -> None:
     """Raise :class:`NotAllowed` (with the reason) unless the action is allowed."""
     action = Action(action)
     _note(action)
-    if action is not Action.VIEW_PUBLIC and not f.logged_in:
+    if action not in NO_LOGIN and not f.logged_in:
         _deny("please log in")
     if action not in UNVERIFIED_OK and f.logged_in and not f.verified:
         _deny("please verify your e-mail address first (follow the link we sent you)")
@@ -601,6 +613,21 @@ def _r_create_venue(f: Facts, phase: Phase, chair: bool) -> None:
         _deny("only site administrators create venues")
 
 
+def _r_view_job(f: Facts, phase: Phase, chair: bool) -> None:
+    if not (f.is_admin or f.own_job or Role.CHAIR in f.venue_roles):
+        _deny("a job is shown to whoever started it, the venue's chairs and site admins")
+
+
+def _r_site_admin(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.is_admin:
+        _deny("only site administrators read the mail log")
+
+
+def _r_committee(f: Facts, phase: Phase, chair: bool) -> None:
+    if not f.venue_roles & {Role.CHAIR, Role.SAC, Role.AC, Role.REVIEWER}:
+        _deny("only committee members declare conflicts")
+
+
 def _r_anyone(f: Facts, phase: Phase, chair: bool) -> None:
     return None  # logged in (checked by authorize) or, for VIEW_PUBLIC, anybody
 
@@ -654,6 +681,13 @@ _RULES = {
     Action.WRITE_DELEGATED_REVIEW: _r_delegated,
     Action.VIEW_SUBREVIEWER: _r_view_sub,
     Action.VIEW_SUBREVIEWER_IDENTITY: _r_sub_identity,
+    Action.VIEW_JOB: _r_view_job,
+    Action.VIEW_MAIL_LOG: _r_site_admin,
+    Action.ANSWER_INVITATION: _r_anyone,
+    Action.OVERRIDE_CONFLICT: _r_chair,
+    Action.DECLARE_CONFLICT: _r_committee,
+    Action.SEND_BULK_MAIL: _r_chair,
+    Action.RESET_PASSWORD: _r_anyone,
 }
 assert set(_RULES) == set(Action), "every action needs exactly one rule"
 

@@ -197,6 +197,32 @@ def tick(now: str | None = typer.Option(None, help="ISO time to act as (default:
         typer.echo(json.dumps(row))
 
 
+@app.command()
+def worker(once: bool = typer.Option(False, "--once", help="run the jobs due now, then stop"),
+           database_url: str | None = DB_OPT) -> None:
+    """Run background jobs (every e-mail, imports, conflict computation, bulk mail): any
+    number of workers on any number of machines against one database. SIGTERM or Ctrl-C
+    stops after the job in progress; a worker killed outright leaves its job to run again."""
+    import logging
+    import signal
+
+    from icml25.review.db import make_engine, make_sessionmaker
+    from icml25.review.jobs import Worker
+    from icml25.review.services.mailing import daily_scheduler
+
+    s = _settings(database_url)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    maker = make_sessionmaker(make_engine(s.database_url, s))
+    w = Worker(maker, s)
+    if once:
+        typer.echo(f"ran {w.run_until_idle()} job(s)")
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: w.stop.set())
+    typer.echo(f"worker {w.name} on {_redact(s.database_url)}", err=True)
+    w.run_forever(idle=daily_scheduler(maker, s))
+
+
 @app.command("send-mail")
 def send_mail(database_url: str | None = DB_OPT) -> None:
     """Send queued notification e-mails over SMTP ($ICML25_SMTP_HOST)."""

@@ -59,6 +59,9 @@ class User(Base):
     email_verified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True),
                                                                nullable=True)
     profile_public: Mapped[bool] = mapped_column(Boolean, default=False)  # opted in
+    # non-essential mail: immediate | digest | off (revision 0011)
+    mail_preference: Mapped[str] = mapped_column(String(16), default="immediate",
+                                                 server_default="immediate")
 
 
 class EmailToken(Base):
@@ -72,6 +75,8 @@ class EmailToken(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the address a token proves (a second address of the account; revision 0011)
+    target: Mapped[str] = mapped_column(String(254), default="", server_default="")
 
 
 class Venue(Base):
@@ -108,6 +113,8 @@ class Membership(Base):
     venue_id: Mapped[int] = _fk("venues.id")
     user_id: Mapped[int] = _fk("users.id")
     role: Mapped[str] = mapped_column(String(16))
+    # the most papers the member takes, declared by themselves (None: the venue's max_load)
+    quota: Mapped[int | None] = mapped_column(Integer, nullable=True)  # revision 0011
 
 
 class Submission(Base):
@@ -273,6 +280,13 @@ class Email(Base):
     body: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # revision 0011: every e-mail is delivered by a job (icml25/review/jobs.py) under a
+    # Message-ID fixed when it is queued, so a resend after a crash is recognisably the same
+    message_id: Mapped[str | None] = mapped_column(String(200), nullable=True, unique=True)
+    # queued | sent | unsent (no SMTP server configured: readable in the mail log) | failed
+    status: Mapped[str] = mapped_column(String(16), default="queued", server_default="queued")
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_error: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class AuditEvent(Base):
@@ -440,3 +454,126 @@ class Subreviewer(Base):
     inviter_id: Mapped[int] = _fk("users.id")
     user_id: Mapped[int] = _fk("users.id")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+# ---------------------------------------------------------------- revision 0011: people and jobs
+class Job(Base):
+    """One unit of background work on the database-backed queue (icml25/review/jobs.py).
+
+    A worker claims a job by setting ``locked_by`` and a lease (``locked_until``) in one
+    conditional update; a job whose lease ran out (its worker died) is claimed again, so every
+    job runs at least once. ``idempotency_key`` makes enqueuing the same work twice a no-op."""
+
+    __tablename__ = "jobs"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    payload: Mapped[str] = mapped_column(Text, default="{}")
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=5)
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
+                                                index=True)
+    locked_by: Mapped[str] = mapped_column(String(80), default="")
+    locked_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True),
+                                                          nullable=True)
+    last_error: Mapped[str] = mapped_column(Text, default="")
+    result: Mapped[str] = mapped_column(Text, default="{}")
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True, unique=True)
+    venue_id: Mapped[int | None] = _fk("venues.id", nullable=True)
+    created_by: Mapped[int | None] = _fk("users.id", nullable=True, ondelete="SET NULL")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Invitation(Base):
+    """An invitation to join a venue's committee, answered through a single-use link."""
+
+    __tablename__ = "invitations"
+    __table_args__ = (UniqueConstraint("venue_id", "email", "role"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    venue_id: Mapped[int] = _fk("venues.id")
+    email: Mapped[str] = mapped_column(String(254))
+    name: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(16))
+    affiliation: Mapped[str] = mapped_column(String(200), default="")
+    quota: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|accepted|declined
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    reason: Mapped[str] = mapped_column(Text, default="")  # the invitee's, on declining
+    user_id: Mapped[int | None] = _fk("users.id", nullable=True, ondelete="SET NULL")
+    invited_by: Mapped[int | None] = _fk("users.id", nullable=True, ondelete="SET NULL")
+    sent_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class UserEmail(Base):
+    """A further address of an account (the primary one stays in ``users.email``)."""
+
+    __tablename__ = "user_emails"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = _fk("users.id")
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    verified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Affiliation(Base):
+    """One entry of an account's affiliation history (``end_year`` None: current)."""
+
+    __tablename__ = "affiliations"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = _fk("users.id")
+    institution: Mapped[str] = mapped_column(String(200))
+    domain: Mapped[str] = mapped_column(String(120), index=True)
+    start_year: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    end_year: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class Publication(Base):
+    """One paper of an account's uploaded publication list (conflicts and affinity)."""
+
+    __tablename__ = "publications"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = _fk("users.id")
+    title: Mapped[str] = mapped_column(String(500))
+    year: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    abstract: Mapped[str] = mapped_column(Text, default="")
+    authors: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of names
+    source: Mapped[str] = mapped_column(String(16), default="bibtex")
+
+
+class Coauthor(Base):
+    """One co-author of a publication, by normalised name (icml25/review/people.py)."""
+
+    __tablename__ = "coauthors"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = _fk("users.id")
+    publication_id: Mapped[int] = _fk("publications.id")
+    name_key: Mapped[str] = mapped_column(String(200), index=True)
+
+
+class ConflictDeclaration(Base):
+    """A conflict declared by a reviewer, or a chair's override either way (with a reason)."""
+
+    __tablename__ = "conflict_declarations"
+    __table_args__ = (UniqueConstraint("submission_id", "user_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = _fk("submissions.id")
+    user_id: Mapped[int] = _fk("users.id")
+    conflicted: Mapped[bool] = mapped_column(Boolean, default=True)
+    by_chair: Mapped[bool] = mapped_column(Boolean, default=False)
+    reason: Mapped[str] = mapped_column(String(300), default="")
+    declared_by: Mapped[int | None] = _fk("users.id", nullable=True, ondelete="SET NULL")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RateEvent(Base):
+    """One throttled request (password resets), counted per key within a window."""
+
+    __tablename__ = "rate_events"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(300), index=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

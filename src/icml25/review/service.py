@@ -3,8 +3,9 @@
 :class:`ReviewService` is a thin facade over the services split by concern (each in
 :mod:`icml25.review.services`): ``accounts``, ``venues``, ``submissions``, ``reviewing``,
 ``bidding``, ``assignments``, ``workbench``, ``dashboards``, ``decisions``, ``rewards``,
-``reward_views``, ``forms``, ``outbox``, ``camera_ready`` and ``roles``. They share one
-per-request context (database session, settings, actor and the actor's roles, loaded once).
+``reward_views``, ``forms``, ``outbox``, ``camera_ready``, ``roles``, ``mailing``,
+``invitations``, ``conflicts`` and ``identity``. They share one per-request context
+(database session, settings, actor and the actor's roles, loaded once).
 Each method asks
 :mod:`icml25.review.authority` before it changes anything, writes an audit event and queues
 notification e-mails; reads return dictionaries built by :mod:`icml25.review.visibility`.
@@ -31,9 +32,13 @@ from icml25.review.services.assignments import Assignments
 from icml25.review.services.base import Context, Service, UsesContext
 from icml25.review.services.bidding import Bidding
 from icml25.review.services.camera_ready import CameraReady
+from icml25.review.services.conflicts import Conflicts
 from icml25.review.services.dashboards import Dashboards
 from icml25.review.services.decisions import Decisions
 from icml25.review.services.forms import ReviewForms
+from icml25.review.services.identity import Identity
+from icml25.review.services.invitations import Invitations
+from icml25.review.services.mailing import Mailing
 from icml25.review.services.outbox import Outbox
 from icml25.review.services.reviewing import Reviewing
 from icml25.review.services.reward_views import RewardViews
@@ -48,7 +53,8 @@ SERVICES: dict[str, type[Service]] = {
     "reviewing": Reviewing, "assignments": Assignments, "rewards": Rewards, "outbox": Outbox,
     "bidding": Bidding, "workbench": Workbench, "dashboards": Dashboards,
     "reward_views": RewardViews, "decisions": Decisions, "forms": ReviewForms,
-    "camera_ready": CameraReady, "roles": Roles,
+    "camera_ready": CameraReady, "roles": Roles, "mailing": Mailing,
+    "invitations": Invitations, "conflicts": Conflicts, "identity": Identity,
 }
 
 
@@ -88,6 +94,10 @@ class ReviewService(UsesContext):
     outbox: Outbox
     camera_ready: CameraReady
     roles: Roles
+    mailing: Mailing
+    invitations: Invitations
+    conflicts: Conflicts
+    identity: Identity
 
     def __init__(self, db: Session, settings: Settings, actor: m.User | None = None) -> None:
         self.ctx = Context(db, settings, actor)

@@ -100,6 +100,27 @@ class Settings(BaseSettings):
     tick_seconds: float = Field(60.0, ge=0, description="how often the server advances venues "
                                 "whose phase deadline passed (0: never)")
 
+    # ---- jobs (icml25/review/jobs.py) and people
+    job_runner: str = Field("auto", pattern="^(auto|embedded|worker)$", description="who runs "
+                            "background jobs (every e-mail, imports, conflict computation): "
+                            "`worker` = separate `icml25 review worker` processes, `embedded` "
+                            "= every `serve` process too, `auto` = embedded on SQLite, "
+                            "workers on PostgreSQL")
+    job_lease_seconds: float = Field(60.0, gt=0, description="a claimed job's lease: a job "
+                                     "whose worker died is run again once it expires")
+    job_poll_seconds: float = Field(1.0, gt=0, description="how often an idle worker looks "
+                                    "for jobs")
+    job_max_attempts: int = Field(5, ge=1, description="tries of a failing job before it is "
+                                  "`failed` (then shown in the chairs' outbox)")
+    job_backoff_seconds: float = Field(30.0, ge=0, description="wait before the first retry; "
+                                       "doubled for each further one")
+    conflict_years: int = Field(3, ge=0, description="past affiliations and co-authored "
+                                "papers of the last this many years are conflicts")
+    invitation_days: int = Field(30, ge=1, description="an invitation link expires after this "
+                                 "many days (resending renews it)")
+    reset_max_per_hour: int = Field(3, ge=1, description="password-reset e-mails per address "
+                                    "(and 10 times this per client address) an hour")
+
     @field_validator("database_url")
     @classmethod
     def _normalise(cls, v: str) -> str:

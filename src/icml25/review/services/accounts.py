@@ -89,11 +89,16 @@ class Accounts(Service):
         submissions that list it as an author."""
         row = self.db.scalar(select(m.EmailToken).where(
             m.EmailToken.token_hash == token_hash(secret or ""),
-            m.EmailToken.purpose == "verify"))
+            m.EmailToken.purpose.in_(("verify", "email"))))
         if row is None or row.used_at is not None or aware(row.expires_at) < utcnow():
             raise ServiceError("this link is invalid or has expired; log in to get a new one")
-        user = self.db.get(m.User, row.user_id)
         row.used_at = utcnow()
+        if row.purpose == "email":  # a further address of the account
+            user = self.svc.identity.verify_added_email(row)
+            self._audit(None, "email.verify", f"user:{user.id}")
+            self._commit()
+            return user
+        user = self.db.get(m.User, row.user_id)
         if not is_verified(user):
             user.email_verified_at = utcnow()
             self._link_authorship(user)
@@ -143,7 +148,7 @@ class Accounts(Service):
         if fails_pair >= s.login_max_failures or (ip and fails_ip >= s.login_max_failures_per_ip):
             raise LoginThrottled(
                 f"too many failed logins; try again in {s.login_window_minutes} minutes")
-        user = self.db.scalar(select(m.User).where(m.User.email == email))
+        user = self.svc.identity.account_by_address(email)  # any verified address
         ok = verify_password(self.hasher, user.password_hash, password) if user else False
         if user is None:
             dummy_verify(self.hasher)

@@ -229,10 +229,26 @@ class Service(UsesContext):
                                  detail=json.dumps(detail, default=str)))
 
     def _mail(self, venue_id: int | None, to: str, subject: str, body: str,
-              submission_id: int | None = None) -> None:
-        """Queue an e-mail in the outbox (sent by :meth:`Outbox.send_outbox`)."""
-        self.db.add(m.Email(venue_id=venue_id, submission_id=submission_id, to_addr=to,
-                            subject=subject, body=body))
+              submission_id: int | None = None, *, essential: bool = True) -> m.Email:
+        """Queue an e-mail in the outbox with the change that causes it: the row (readable in
+        the mail log, with its ``Message-ID``) and a ``mail.send`` job that delivers it.
+
+        Non-essential mail (notifications) follows the recipient's preference: ``off`` keeps
+        it in the log unsent, ``digest`` holds it for the daily digest."""
+        from icml25.review.jobs import enqueue, message_id
+
+        status = "queued"
+        if not essential:
+            pref = self.db.scalar(select(m.User.mail_preference).where(m.User.email == to))
+            status = {"off": "off", "digest": "digest"}.get(pref or "immediate", "queued")
+        e = m.Email(venue_id=venue_id, submission_id=submission_id, to_addr=to,
+                    subject=subject, body=body, message_id=message_id(self.settings),
+                    status=status, attempts=0, last_error="")
+        self.db.add(e)
+        if status == "queued":
+            enqueue(self.db, "mail.send", {"message_id": e.message_id},
+                    key="mail:" + e.message_id, venue_id=venue_id)
+        return e
 
     def _store_upload(self, venue: m.Venue, stem: str, data: bytes, ext: str) -> tuple[str, str]:
         """Write an upload checked by the caller under the venue's folder, named by its

@@ -128,17 +128,9 @@ class Submissions(Service):
         return Path(b.submission.pdf_path)
 
     def recompute_conflicts(self, sub: m.Submission) -> None:
-        """Automatic conflicts: authors themselves, shared institution domains, declared ones."""
-        author_emails, domains, declared = self.conflict_sources(sub)
-        members = self.db.execute(select(m.User).join(
-            m.Membership, m.Membership.user_id == m.User.id).where(
-            m.Membership.venue_id == sub.venue_id).distinct()).scalars().all()
-        self.db.execute(delete(m.Conflict).where(m.Conflict.submission_id == sub.id))
-        for u in members:
-            reason = conflict_reason(u, sub, author_emails, domains, declared)
-            if reason:
-                self.db.add(m.Conflict(submission_id=sub.id, user_id=u.id, reason=reason))
-        self.db.flush()
+        """This paper's conflicts (and no other paper's): authors themselves, institution
+        domains, co-authorship, declarations (see :mod:`.conflicts`)."""
+        self.svc.conflicts.update_paper_conflicts(sub)
 
     def conflict_sources(self, sub: m.Submission) -> tuple[set[str], set[str], set[str]]:
         """What conflicts are computed from: the authors' addresses, their institutions'

@@ -21,6 +21,7 @@ from icml25.review.services.base import (
     timeline_of,
     utcnow,
 )
+from icml25.review.services.outbox import mail_row
 from icml25.review.visibility import can, ratings_table, submission_view, venue_view
 from icml25.review.workflow import (
     PHASE_LABELS,
@@ -85,7 +86,8 @@ class Venues(Service):
         role = Role(role)
         user = self.db.scalar(select(m.User).where(m.User.email == (email or "").strip().lower()))
         if user is None:
-            raise ServiceError("no account with this e-mail; create the user first")
+            raise ServiceError("no account with this e-mail; invite them instead (they create "
+                               "their account from the invitation's link)")
         if not is_verified(user):
             # else whoever registered the address first would take the committee seat
             raise ServiceError("this account has not verified its e-mail address yet")
@@ -94,8 +96,7 @@ class Venues(Service):
         ms = m.Membership(venue_id=venue.id, user_id=user.id, role=role.value)
         self.db.add(ms)
         self.db.flush()
-        for sub in self.db.scalars(select(m.Submission).where(m.Submission.venue_id == venue.id)):
-            self.svc.submissions.recompute_conflicts(sub)
+        self.svc.conflicts.update_member_conflicts(venue, user.id)  # theirs alone
         self.ctx.forget_roles()
         self._audit(venue.id, "member.add", f"user:{user.id}", role=role.value)
         self._mail(venue.id, user.email, f"[{venue.name}] You are a {role.value}",
@@ -331,8 +332,7 @@ class Venues(Service):
         return {
             "members": self.members(venue), "ratings": self.ratings(venue),
             "phase_facts": pf.__dict__, "progress": progress_rows(pf),
-            "outbox": [{"to": e.to_addr, "subject": e.subject, "sent": e.sent_at is not None}
-                       for e in outbox],
+            "outbox": [mail_row(e) for e in outbox],
             "outbox_total": n_mail, "outbox_page": outbox_page,
             "outbox_pages": max(1, -(-n_mail // per_page)),
             "audit": [{"at": a.at.isoformat(timespec="seconds"), "actor_id": a.actor_id,

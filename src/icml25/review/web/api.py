@@ -386,4 +386,7 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
     from icml25.review.web.role_api import add_role_routes  # camera-ready and the later roles
 
     add_role_routes(app)
+    from icml25.review.web.people_api import add_people_routes
+
+    add_people_routes(app)
     return app

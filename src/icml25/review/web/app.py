@@ -18,8 +18,10 @@ from starlette.concurrency import run_in_threadpool
 
 from icml25.review.db import Settings, make_engine, make_sessionmaker
 from icml25.review.errors import HTTP_STATUS
+from icml25.review.jobs import EmbeddedRunner, runs_embedded
 from icml25.review.security import format_size
 from icml25.review.service import ReviewService
+from icml25.review.services.mailing import daily_scheduler
 from icml25.review.web.api import api
 from icml25.review.web.deps import TEMPLATES, CsrfError
 from icml25.review.web.pages import pages
@@ -39,9 +41,16 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         loop = (asyncio.create_task(_deadline_loop(maker, settings))
                 if settings.tick_seconds > 0 else None)
+        runner = None
+        if runs_embedded(settings):  # SQLite and no worker: this process runs the jobs
+            runner = EmbeddedRunner(maker, settings,
+                                    idle=daily_scheduler(maker, settings)).start()
+        app.state.job_runner = runner
         yield
         if loop is not None:
             loop.cancel()
+        if runner is not None:
+            await run_in_threadpool(runner.close)
 
     app = FastAPI(title="icml25 review", docs_url=None, redoc_url=None, openapi_url=None,
                   lifespan=lifespan)
