@@ -212,7 +212,14 @@ def worker(once: bool = typer.Option(False, "--once", help="run the jobs due now
 
     s = _settings(database_url)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    maker = make_sessionmaker(make_engine(s.database_url, s))
+    from sqlalchemy import inspect
+
+    engine = make_engine(s.database_url, s)
+    if not inspect(engine).has_table("jobs"):
+        typer.echo("error: the database has no job table; run `icml25 review init` first",
+                   err=True)
+        raise typer.Exit(1)
+    maker = make_sessionmaker(engine)
     w = Worker(maker, s)
     if once:
         typer.echo(f"ran {w.run_until_idle()} job(s)")

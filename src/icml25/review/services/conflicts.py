@@ -273,6 +273,16 @@ class Conflicts(Service):
                 rows.append({"submission_id": sub.id, "user_id": uid, "reason": reason})
         if rows:
             self.db.execute(insert(m.Conflict), rows)
+        # members among the authors now co-author with the others: their own conflicts
+        # change too (theirs alone)
+        member_authors = set(self.db.scalars(select(m.SubmissionAuthor.user_id).where(
+            m.SubmissionAuthor.submission_id == sub.id,
+            m.SubmissionAuthor.user_id.is_not(None)))) & members
+        if member_authors:
+            venue = self.db.get(m.Venue, sub.venue_id)
+            index = PaperIndex(self._papers(sub.venue_id))
+            for uid in sorted(member_authors):
+                self.update_member_conflicts(venue, uid, index)
         self.db.flush()
         return len(rows)
 

@@ -202,7 +202,8 @@ class Mailing(Service):
             deadline = timeline_of(venue).get(Phase.REVIEWING.value)
             if not deadline:
                 continue
-            offset = (today - deadline_end(deadline).date()).days
+            # counted from the deadline's own day (a date deadline ends at 24:00 of it)
+            offset = (today - (deadline_end(deadline) - timedelta(microseconds=1)).date()).days
             if offset not in REMINDER_DAYS:
                 continue
             root = self.svc.as_user(None)
