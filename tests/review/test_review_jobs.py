@@ -25,7 +25,7 @@ from icml25.review import models as m
 from icml25.review import people as people_module
 from icml25.review.db import make_engine, make_sessionmaker, upgrade
 from icml25.review.demo import DEMO_PASSWORD, Cast, populate_venue
-from icml25.review.jobs import Worker, run_due_jobs, utcnow
+from icml25.review.jobs import run_due_jobs, utcnow
 from icml25.review.service import ReviewService
 from icml25.review.services import conflicts as conflicts_module
 from icml25.review.workflow import Phase

@@ -279,10 +279,9 @@ def test_further_addresses_verify_and_log_in(client, db, settings, sink):
     assert client.get("/api/v1/me", headers=me).json()["email"] == "second@home.example"
 
 
-BIB = """@inproceedings{p1, title={Learning to Review}, author={Reviewer, Two and Ada Lovelace},
-  year=%d, abstract={Graphs of reviews and their neural ranking.}}
-@article{p2, title={Ancient Work}, author={Two Reviewer and Old Friend}, year=1990}
-""" % (this_year() - 1)
+BIB = ("@inproceedings{p1, title={Learning to Review}, author={Reviewer, Two and Ada Lovelace},"
+       f"\n  year={this_year() - 1}, abstract={{Graphs of reviews and their neural ranking.}}}}"
+       "\n@article{p2, title={Ancient Work}, author={Two Reviewer and Old Friend}, year=1990}\n")
 
 
 def test_conflicts_found_explained_overridden_and_incremental(client, db, settings):
@@ -372,7 +371,7 @@ def test_publications_from_profile_exports_feed_affinity(client, db, settings):
 
 
 def test_bulk_mail_previews_exactly_then_sends_as_a_job(client, db, settings, sink):
-    venue = populate_venue(db, settings, "bulk", Phase.ASSIGNMENT, n_papers=2)
+    populate_venue(db, settings, "bulk", Phase.ASSIGNMENT, n_papers=2)
     _run(db, settings)
     chair = _token(db, settings, CAST.chair)
     body = {"to": {"role": "reviewer", "status": "reviews_missing"},

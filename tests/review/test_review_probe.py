@@ -206,7 +206,9 @@ GENERIC_FORM = {"email": "someone@x.example", "password": "long-enough-pw", "nam
                 "abstract": "A", "outcome": "accept", "recommendation": "accept", "pairs": "",
                 "bid_1": "1", "submission_id": "1", "kind": "none", "credential": "{}",
                 "lines": "x", "max_chars": "1000",
-                "template": "t"}
+                "template": "t", "institution": "U", "domain": "u.example",
+                "mail_preference": "digest", "token": "no-such-token", "submission": "1",
+                "conflicted": "yes", "reason": "r", "subject": "s", "body": "b"}
 GENERIC_JSON = {"title": "T", "abstract": "A", "authors": [{"name": "N", "email": "a@b.example"}],
                 "email": "someone@x.example", "role": "reviewer", "summary": "s",
                 "strengths": "s", "questions": "q", "weaknesses": "w", "score": 5,

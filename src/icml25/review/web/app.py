@@ -25,6 +25,7 @@ from icml25.review.services.mailing import daily_scheduler
 from icml25.review.web.api import api
 from icml25.review.web.deps import TEMPLATES, CsrfError
 from icml25.review.web.pages import pages
+from icml25.review.web.people_pages import people_pages
 from icml25.review.web.role_pages import role_pages
 from icml25.review.web.tool_pages import tool_pages
 
@@ -62,6 +63,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.include_router(pages())
     app.include_router(tool_pages())  # the chair, reviewer and author tools
     app.include_router(role_pages())  # camera-ready, senior ACs, sub-reviewers
+    app.include_router(people_pages())  # invitations, accounts, conflicts, mail
     _handlers(app, html=True)
     _handlers(api_app, html=False)
     from icml25.review.admission import install  # bounded concurrency, fast 503
