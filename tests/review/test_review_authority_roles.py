@@ -103,9 +103,12 @@ def test_a_senior_ac_sees_nothing_of_a_paper_outside_their_area_chairs_or_confli
         # account and venue level actions, and the fields released to every reader of a
         # paper at notification (meta-review, decision: behind VIEW_SUBMISSION, denied here)
         # (the review form is the venue's, shown to its whole committee)
+        # (so is declaring one's own conflict with any paper, and the actions a link
+        # sent to an address proves: answering an invitation, resetting the password)
         open_to_all = (A.VIEW_PUBLIC, A.USE_ACCOUNT, A.VIEW_PROFILE, A.PUBLISH_PROFILE,
                        A.VIEW_VENUE_DETAILS, A.SUBMIT, A.VIEW_FEEDBACK_PANEL,
-                       A.VIEW_REVIEW_FORM)
+                       A.VIEW_REVIEW_FORM, A.ANSWER_INVITATION, A.RESET_PASSWORD,
+                       A.DECLARE_CONFLICT)
         released = (A.VIEW_META_REVIEW, A.VIEW_DECISION) if phase is P.NOTIFICATION else ()
         allowed = [a for a in Action if a not in open_to_all + released and may(a, f)]
         assert allowed == [], (persona, phase, allowed)

@@ -71,9 +71,11 @@ def test_direct_construction_ignores_the_environment_and_keeps_the_defaults(monk
 
 
 def test_every_setting_is_documented():
-    doc = (ROOT / "docs" / "review-operators.md").read_text()
+    doc = "".join((ROOT / "docs" / name).read_text()
+                  for name in ("review-operators.md", "review-onboarding.md"))
     missing = [env for _, env, _, _ in Settings.env_table() if f"`{env}`" not in doc]
-    assert not missing, f"docs/review-operators.md does not list {missing}"
+    assert not missing, ("docs/review-operators.md and docs/review-onboarding.md do not list "
+                         f"{missing}")
 
 
 def test_engine_pool_and_sqlite_pragmas_come_from_settings(tmp_path):

@@ -433,3 +433,16 @@ def test_preferences_digest_and_late_reminders(db, settings, sink):
     _run(db, settings)
     digest = [x for x in sink.messages if x["to"] == late[0]][-1]
     assert "daily digest" in digest["subject"] and "Reminder" in digest["body"]
+
+
+def test_notifications_follow_the_process_and_name_no_one(db, settings):
+    populate_venue(db, settings, "note", Phase.DISCUSSION, n_papers=1)
+    mails = db.scalars(select(m.Email).where(m.Email.subject.contains("#1"))).all()
+    subjects = {e.subject.split("] ", 1)[1] for e in mails}
+    assert {"You were assigned submission #1", "A new review of submission #1",
+            "The authors replied to a review of submission #1"} <= subjects
+    ac = db.scalar(select(m.Email).where(m.Email.to_addr == CAST.ac,
+                                         m.Email.subject.contains("A new review")))
+    assert ac is not None and ac.submission_id is not None
+    names = [u.name for u in db.scalars(select(m.User))]
+    assert not any(n in e.body for e in mails for n in names)  # double blind

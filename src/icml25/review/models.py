@@ -157,6 +157,10 @@ class SubmissionAuthor(Base):
     email: Mapped[str] = mapped_column(String(254))
     affiliation: Mapped[str] = mapped_column(String(200), default="")
     user_id: Mapped[int | None] = _fk("users.id", nullable=True, ondelete="SET NULL")
+    # the name as a comparison key (icml25/review/people.py:name_key), for co-authorship
+    # conflicts found by an index lookup; revision 0011
+    name_key: Mapped[str] = mapped_column(String(200), default="", server_default="",
+                                          index=True)
 
 
 class Conflict(Base):

@@ -66,6 +66,10 @@ class Assignments(Service):
         b.assignments.append(a)
         self._audit(b.venue.id, "assign", f"submission:{b.submission.id}", user=user_id,
                     role=role.value)
+        self._notify(b.venue, b.submission.id, {user_id},
+                     f"You were assigned submission #{b.submission.number}",
+                     f"You were assigned submission #{b.submission.number} as "
+                     f"{'area chair' if role is Role.AC else 'reviewer'}.")
         return a
 
     def unassign(self, sub_id: int, user_id: int) -> None:

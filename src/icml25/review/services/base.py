@@ -250,6 +250,18 @@ class Service(UsesContext):
                     key="mail:" + e.message_id, venue_id=venue_id)
         return e
 
+    def _notify(self, venue: m.Venue, sub_id: int | None, user_ids, subject: str,
+                body: str) -> None:  # noqa: ANN001
+        """A notification (non-essential: each person's mail preference applies) to the
+        accounts ``user_ids``, never to the actor. Bodies name no one (double blind)."""
+        ids = set(user_ids) - {self.actor.id if self.actor else None}
+        if not ids:
+            return
+        link = f"{self.settings.public_url.rstrip('/')}/s/{sub_id}" if sub_id else ""
+        for email in self.db.scalars(select(m.User.email).where(m.User.id.in_(sorted(ids)))):
+            self._mail(venue.id, email, f"[{venue.name}] {subject}",
+                       body + (f"\n\n{link}" if link else ""), sub_id, essential=False)
+
     def _store_upload(self, venue: m.Venue, stem: str, data: bytes, ext: str) -> tuple[str, str]:
         """Write an upload checked by the caller under the venue's folder, named by its
         content; returns (path, SHA-256)."""

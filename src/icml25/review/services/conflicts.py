@@ -229,28 +229,57 @@ class Conflicts(Service):
     # ------------------------------------------------------------------ computing
     def update_member_conflicts(self, venue: m.Venue, user_id: int,
                                 index: PaperIndex | None = None) -> int:
-        """Compute one member's conflicts with every paper of the venue (nobody else's);
-        returns how many."""
-        index = index or PaperIndex(self._papers(venue.id))
+        """Compute one member's conflicts with the venue's papers (nobody else's): the papers
+        an index lookup finds by their addresses, domains and co-authors' names, not every
+        paper; returns how many."""
         prof = self.profiles(venue.id, [user_id])[user_id]
-        return self._write_member(index, prof, self._declarations(venue.id, user_id=user_id),
-                                  list(index.papers))
+        decls = self._declarations(venue.id, user_id=user_id)
+        if index is None:
+            ids = self._candidate_papers(venue.id, prof) | {sid for sid, _ in decls}
+            index = PaperIndex(self._papers(venue.id, sorted(ids)) if ids else [])
+        return self._write_member(index, prof, decls, venue.id)
 
-    def _write_member(self, index: PaperIndex, prof: Profile,
-                      decls: dict, all_ids: list[int]) -> int:
+    def _candidate_papers(self, venue_id: int, prof: Profile) -> set[int]:
+        in_venue = m.Submission.venue_id == venue_id
+        by_author = select(m.SubmissionAuthor.submission_id).join(
+            m.Submission, m.Submission.id == m.SubmissionAuthor.submission_id).where(in_venue)
+        out = set(self.db.scalars(select(m.Submission.id).where(
+            in_venue, m.Submission.submitter_id == prof.user_id)))
+        emails = sorted(prof.emails | prof.venue_coauthors.keys())
+        if emails:
+            out |= set(self.db.scalars(by_author.where(m.SubmissionAuthor.email.in_(emails))))
+        if prof.domains:
+            out |= set(self.db.scalars(by_author.where(or_(*[
+                m.SubmissionAuthor.email.like(f"%@{d}") for d in sorted(prof.domains)]))))
+        keys = sorted(prof.coauthors)
+        for i in range(0, len(keys), 500):
+            out |= set(self.db.scalars(by_author.where(
+                m.SubmissionAuthor.name_key.in_(keys[i:i + 500]))))
+        # declared by the authors: an address of the person, or one of their domains
+        needles = [*sorted(prof.emails), *("@" + d for d in sorted(prof.domains))]
+        if needles:
+            out |= set(self.db.scalars(select(m.Submission.id).where(in_venue, or_(*[
+                m.Submission.declared_conflicts.contains(n) for n in needles]))))
+        return out
+
+    def _member_rows(self, index: PaperIndex, prof: Profile, decls: dict) -> list[dict]:
         rows = []
-        cands = index.candidates(prof) | {sid for sid, _ in decls}
-        for sid in cands:
+        for sid in index.candidates(prof) | {sid for sid, _ in decls}:
             paper = index.papers.get(sid)
             if paper is None:
                 continue
             reason = self._decide(reasons_for(prof, paper), decls.get((sid, prof.user_id)))
             if reason:
                 rows.append({"submission_id": sid, "user_id": prof.user_id, "reason": reason})
-        for i in range(0, len(all_ids), 5000):
-            self.db.execute(delete(m.Conflict).where(
-                m.Conflict.user_id == prof.user_id,
-                m.Conflict.submission_id.in_(all_ids[i:i + 5000])))
+        return rows
+
+    def _write_member(self, index: PaperIndex, prof: Profile, decls: dict,
+                      venue_id: int) -> int:
+        rows = self._member_rows(index, prof, decls)
+        self.db.execute(delete(m.Conflict).where(
+            m.Conflict.user_id == prof.user_id,
+            m.Conflict.submission_id.in_(select(m.Submission.id).where(
+                m.Submission.venue_id == venue_id))))
         if rows:
             self.db.execute(insert(m.Conflict), rows)
         return len(rows)
@@ -280,9 +309,8 @@ class Conflicts(Service):
             m.SubmissionAuthor.user_id.is_not(None)))) & members
         if member_authors:
             venue = self.db.get(m.Venue, sub.venue_id)
-            index = PaperIndex(self._papers(sub.venue_id))
             for uid in sorted(member_authors):
-                self.update_member_conflicts(venue, uid, index)
+                self.update_member_conflicts(venue, uid)
         self.db.flush()
         return len(rows)
 
@@ -323,16 +351,23 @@ class Conflicts(Service):
         by_user: dict[int, dict] = defaultdict(dict)
         for (sid, uid), d in decls.items():
             by_user[uid][(sid, uid)] = d
-        all_ids = list(index.papers)
         total = 0
-        for i in range(0, len(members), 200):
-            chunk = members[i:i + 200]
+        # one delete for the venue, then every member's rows; a rerun after a crash starts
+        # over from this delete (the job commits its progress chunk by chunk)
+        self.db.execute(delete(m.Conflict).where(m.Conflict.submission_id.in_(
+            select(m.Submission.id).where(m.Submission.venue_id == venue.id))))
+        for i in range(0, len(members), 500):
+            chunk = members[i:i + 500]
+            rows = []
             for uid, prof in self.profiles(venue.id, chunk).items():
-                total += self._write_member(index, prof, by_user.get(uid, {}), all_ids)
+                rows += self._member_rows(index, prof, by_user.get(uid, {}))
+            if rows:
+                self.db.execute(insert(m.Conflict), rows)
+            total += len(rows)
             if run is not None:
                 run.progress(i + len(chunk), len(members))
         self.db.flush()
-        return {"members": len(members), "papers": len(all_ids), "conflicts": total}
+        return {"members": len(members), "papers": len(index.papers), "conflicts": total}
 
     def start_conflict_recompute(self, venue: m.Venue) -> int:
         """Recompute every conflict of the venue as a job (chairs); returns its id."""

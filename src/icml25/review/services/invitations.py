@@ -75,7 +75,7 @@ class Invitations(Service):
                    "If you have no account, you create one there: the link proves that this "
                    "address is yours.")
 
-    def _create(self, venue: m.Venue, r: InviteRow) -> m.Invitation:
+    def _create(self, venue: m.Venue, r: InviteRow, *, look: bool = True) -> m.Invitation:
         inv = m.Invitation(venue_id=venue.id, email=r.email, name=r.name, role=r.role,
                            affiliation=r.affiliation, quota=r.quota, status="pending",
                            reason="", sent_count=0, token_hash="",
@@ -84,7 +84,7 @@ class Invitations(Service):
         # a declined invitation may be renewed: the old row makes room
         old = self.db.scalar(select(m.Invitation).where(
             m.Invitation.venue_id == venue.id, m.Invitation.email == r.email,
-            m.Invitation.role == r.role))
+            m.Invitation.role == r.role)) if look else None
         if old is not None:
             self.db.delete(old)
             self.db.flush()
@@ -132,13 +132,18 @@ class Invitations(Service):
         created = 0
         for start in range(0, len(rows), 500):
             chunk = rows[start:start + 500]
-            have = set(self.db.execute(select(m.Invitation.email, m.Invitation.role).where(
+            have = {(x.email, x.role): x for x in self.db.scalars(select(m.Invitation).where(
                 m.Invitation.venue_id == venue.id,
-                m.Invitation.email.in_([r.email for r in chunk]))).all())
+                m.Invitation.email.in_([r.email for r in chunk])))}
             for r in chunk:
-                if (r.email, r.role) not in have:
-                    self._create(venue, r)
-                    created += 1
+                old = have.get((r.email, r.role))
+                if old is not None and old.status != "declined":
+                    continue  # created by an earlier try of this job
+                if old is not None:
+                    self.db.delete(old)
+                    self.db.flush()
+                self._create(venue, r, look=False)
+                created += 1
             run.progress(start + len(chunk), len(rows))
         return {"created": created, "rows": len(rows)}
 

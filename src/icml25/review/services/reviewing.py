@@ -17,7 +17,7 @@ from icml25.review.forms import FormError, clean_answers
 from icml25.review.scales import CONFIDENCE, SCORE
 from icml25.review.services.base import Service, clean_int, clean_text, utcnow
 from icml25.review.visibility import feedback_summary
-from icml25.review.workflow import Phase
+from icml25.review.workflow import Phase, Role
 
 
 class Reviewing(Service):
@@ -53,7 +53,8 @@ class Reviewing(Service):
         except FormError as exc:
             raise ServiceError(str(exc)) from None
         r.form_version, r.answers = version, json.dumps(cleaned)
-        if submit and not r.submitted:
+        first_submit = submit and not r.submitted
+        if first_submit:
             r.submitted_at = utcnow()
         r.submitted = r.submitted or submit
         r.updated_at = utcnow()
@@ -67,6 +68,12 @@ class Reviewing(Service):
                                     confidence=confidence, submit=submit, answers=answers)
         self._audit(b.venue.id, "review.submit" if submit else "review.draft",
                     f"review:{r.id}", of_submission=sub_id)
+        if first_submit:  # those who may read it now: the AC, reviewers done with theirs
+            done = {x.reviewer_id for x in b.reviews if x.submitted}
+            self._notify(b.venue, sub_id, {a.user_id for a in b.assignments
+                                           if a.role == Role.AC or a.user_id in done},
+                         f"A new review of submission #{b.submission.number}",
+                         f"A review of submission #{b.submission.number} was submitted.")
         self._commit()
         return r
 
@@ -113,6 +120,10 @@ class Reviewing(Service):
                                f"at most {b.venue.max_rebuttal_chars} per review")
         reb.text = text
         self._audit(b.venue.id, "rebuttal", f"review:{r.id}")
+        self._notify(b.venue, b.submission.id, {r.reviewer_id} | {
+            a.user_id for a in b.assignments if a.role == Role.AC},
+            f"The authors replied to a review of submission #{b.submission.number}",
+            f"The authors of submission #{b.submission.number} replied to a review.")
         self._commit()
         return reb
 
@@ -125,6 +136,11 @@ class Reviewing(Service):
         self.db.add(p)
         self.db.flush()
         self._audit(b.venue.id, "discussion.post", f"submission:{sub_id}")
+        done = {x.reviewer_id for x in b.reviews if x.submitted}
+        self._notify(b.venue, sub_id, {a.user_id for a in b.assignments if a.role == Role.AC
+                                       or a.user_id in done} | {x.user_id for x in b.posts},
+                     f"A new discussion post on submission #{b.submission.number}",
+                     f"Someone posted in the discussion of submission #{b.submission.number}.")
         self._commit()
         return p
 

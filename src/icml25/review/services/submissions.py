@@ -13,6 +13,7 @@ from icml25.review import models as m
 from icml25.review.authority import Action, Viewer, authorize, facts_for
 from icml25.review.decisions import types_of
 from icml25.review.errors import NotAllowed, NotFound, ServiceError
+from icml25.review.people import name_key
 from icml25.review.security import check_pdf
 from icml25.review.services.base import EMAIL_RE, PUBLIC_DOMAINS, Service, clean_text, domain
 from icml25.review.services.forms import review_draft
@@ -81,7 +82,8 @@ class Submissions(Service):
             # register a co-author's address and read the submission)
             uid = self.db.scalar(select(m.User.id).where(
                 m.User.email == a["email"], m.User.email_verified_at.is_not(None)))
-            self.db.add(m.SubmissionAuthor(submission_id=sub.id, position=i, user_id=uid, **a))
+            self.db.add(m.SubmissionAuthor(submission_id=sub.id, position=i, user_id=uid,
+                                           name_key=name_key(a["name"]), **a))
         self.db.flush()
         self.db.expire(sub, ["authors"])
 

@@ -35,6 +35,16 @@ def _pk(table: str) -> sa.PrimaryKeyConstraint:
     return sa.PrimaryKeyConstraint("id", name=op.f(f"pk_{table}"))
 
 
+def _backfill_name_keys() -> None:
+    from icml25.review.people import name_key
+
+    conn = op.get_bind()
+    rows = conn.execute(sa.text("SELECT id, name FROM submission_authors")).all()
+    for rid, name in rows:
+        conn.execute(sa.text("UPDATE submission_authors SET name_key = :k WHERE id = :i"),
+                     {"k": name_key(name or ""), "i": rid})
+
+
 def upgrade() -> None:
     with op.batch_alter_table("emails", schema=None) as b:
         b.add_column(sa.Column("message_id", sa.String(200), nullable=True))
@@ -49,6 +59,10 @@ def upgrade() -> None:
         b.add_column(sa.Column("target", sa.String(254), nullable=False, server_default=""))
     with op.batch_alter_table("memberships", schema=None) as b:
         b.add_column(sa.Column("quota", sa.Integer(), nullable=True))
+    with op.batch_alter_table("submission_authors", schema=None) as b:
+        b.add_column(sa.Column("name_key", sa.String(200), nullable=False, server_default=""))
+        b.create_index(b.f("ix_submission_authors_name_key"), ["name_key"], unique=False)
+    _backfill_name_keys()
     with op.batch_alter_table("users", schema=None) as b:
         b.add_column(sa.Column("mail_preference", sa.String(16), nullable=False,
                                server_default="immediate"))
@@ -177,6 +191,9 @@ def downgrade() -> None:
         op.drop_table(table)
     with op.batch_alter_table("users", schema=None) as b:
         b.drop_column("mail_preference")
+    with op.batch_alter_table("submission_authors", schema=None) as b:
+        b.drop_index(b.f("ix_submission_authors_name_key"))
+        b.drop_column("name_key")
     with op.batch_alter_table("memberships", schema=None) as b:
         b.drop_column("quota")
     with op.batch_alter_table("email_tokens", schema=None) as b:
