@@ -11,6 +11,7 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from sqlalchemy import exc as sa_exc
@@ -38,6 +39,10 @@ def _other_value(name: str, field, tmp_path: Path) -> tuple[str, object]:
         return str(default + 3), default + 3
     if isinstance(default, float):
         return str(default + 1.5), default + 1.5
+    choices = get_args(field.annotation)  # a Literal: another of its values
+    if choices:
+        other = next(c for c in choices if c != default)
+        return other, other
     return f"value-of-{name}", f"value-of-{name}"
 
 

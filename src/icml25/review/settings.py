@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -101,7 +101,7 @@ class Settings(BaseSettings):
                                 "whose phase deadline passed (0: never)")
 
     # ---- jobs (icml25/review/jobs.py) and people
-    job_runner: str = Field("auto", pattern="^(auto|embedded|worker)$", description="who runs "
+    job_runner: Literal["auto", "embedded", "worker"] = Field("auto", description="who runs "
                             "background jobs (every e-mail, imports, conflict computation): "
                             "`worker` = separate `icml25 review worker` processes, `embedded` "
                             "= every `serve` process too, `auto` = embedded on SQLite, "
