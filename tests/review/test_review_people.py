@@ -368,6 +368,11 @@ def test_publications_from_profile_exports_feed_affinity(client, db, settings):
     missing = client.get("/api/v1/venues/pub/members-without-publications", headers=chair)
     assert CAST.reviewers[0] not in {x["email"] for x in missing.json()}
     assert CAST.reviewers[1] in {x["email"] for x in missing.json()}
+    # and the chair reminds exactly them
+    r = client.post("/api/v1/venues/pub/mail", headers=chair, json={
+        "to": {"role": "reviewer", "status": "no_publications"}, "subject": "Your papers",
+        "body": "Dear {name}, please upload your publication list.", "dry_run": True})
+    assert {x["email"] for x in r.json()["recipients"]} == set(CAST.reviewers[1:])
 
 
 def test_bulk_mail_previews_exactly_then_sends_as_a_job(client, db, settings, sink):

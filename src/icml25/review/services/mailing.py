@@ -17,7 +17,7 @@ from icml25.review.people import render_template
 from icml25.review.services.base import Service, clean_text, timeline_of
 from icml25.review.workflow import Phase, Role, deadline_end
 
-BULK_STATUSES = ("reviews_missing", "not_bid", "invitation_pending")
+BULK_STATUSES = ("reviews_missing", "not_bid", "invitation_pending", "no_publications")
 BULK_ROLES = ("reviewer", "ac", "sac", "chair", "author")
 #: days before and after the reviewing deadline on which late reviewers are reminded
 REMINDER_DAYS = (-3, -1, 1, 3, 7)
@@ -94,11 +94,15 @@ class Mailing(Service):
         bidders = set(self.db.scalars(select(m.Bid.user_id).join(
             m.Submission, m.Submission.id == m.Bid.submission_id).where(
             m.Submission.venue_id == venue.id).distinct())) if status == "not_bid" else set()
+        with_pubs = set(self.db.scalars(select(m.Publication.user_id).distinct())) \
+            if status == "no_publications" else set()
         area_of = self._areas(venue) if area else {}
         for uid, email, name, r in members:
             if status == "reviews_missing" and not missing.get(uid):
                 continue
             if status == "not_bid" and uid in bidders:
+                continue
+            if status == "no_publications" and uid in with_pubs:
                 continue
             if area and area not in area_of.get(uid, ""):
                 continue
@@ -123,7 +127,8 @@ class Mailing(Service):
 
         ``to`` holds ``role`` (reviewer, ac, sac, chair, author), ``area`` (a keyword of
         the papers assigned to them) and ``status`` (reviews_missing, not_bid,
-        invitation_pending). ``subject`` and ``body`` may use ``{name}``, ``{email}``,
+        invitation_pending, no_publications: no publication list, so no affinity).
+        ``subject`` and ``body`` may use ``{name}``, ``{email}``,
         ``{venue}``, ``{role}``, ``{missing_reviews}`` and ``{link}``. With ``dry_run``
         nothing is sent: the answer is the exact recipient list and the first recipient's
         rendered message. Else a ``mail.bulk`` job sends to the same filter and the answer is
