@@ -508,8 +508,36 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
 
     ``class_conditional=True`` calibrates one lambda per class (coverage holds for every class,
     not only on average over classes); ``fit(X, y, groups=...)`` per group of any taxonomy.
-    Other parameters as :class:`ConformalRegressor`; the default estimator is
-    ``LogisticRegression``. ``predict`` returns the model's label, ``predict_set`` the sets.
+    The default estimator is ``LogisticRegression``. ``predict`` returns the model's label,
+    ``predict_set`` the sets.
+
+    Parameters
+    ----------
+    estimator : classifier with ``predict_proba`` or None, default=None
+        The model; None: ``LogisticRegression``.
+    conformity_score : str or ClassificationScore, default="lac"
+        One of the scores above or an instance.
+    class_conditional : bool, default=False
+        One threshold per class (per-class coverage).
+    method, alpha, beta, bound, prefit, calibration_size, concentration, n_draws, random_state
+        As in :class:`ConformalRegressor` (defaults ``"bq"``, 0.1, 0.95, 1.0, False, 0.5,
+        ``"hb"``, 10,000, None).
+
+    Attributes
+    ----------
+    lambda_ : float or ndarray
+        The calibrated threshold (one per class or group when grouped).
+    risk_posterior_ : RiskPosterior or dict
+        The posterior of the miscoverage at ``lambda_``.
+    classes_ : ndarray
+        The labels seen in ``fit``.
+
+    Raises
+    ------
+    ValueError
+        In ``fit``, for an unknown ``method`` or ``conformity_score`` (the message lists the
+        registered ones) or ``alpha``/``beta`` outside (0, 1); in ``predict_set``, for a group
+        not seen at calibration.
 
     Examples
     --------
@@ -700,7 +728,8 @@ class RiskController(_ConformalMixin, BaseEstimator):
         ``set_fn(scores, lam) -> (n, K) bool`` used by ``predict``; default ``scores >= lam``.
     direction : {"auto", "decreasing", "increasing"}
         How losses move with lambda; ``"auto"`` detects it (and rejects non-monotone losses).
-    Other parameters as :class:`ConformalRegressor`.
+    method, alpha, beta, bound, prefit, calibration_size, concentration, n_draws, random_state
+        As in :class:`ConformalRegressor`.
 
     Examples
     --------

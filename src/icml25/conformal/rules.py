@@ -55,7 +55,27 @@ _TOL = 1e-12  # slack for float comparisons of exact rational quantities such as
 
 # --------------------------------------------------------------------------- statistics
 def crc_bound(losses, bound: float = 1.0) -> np.ndarray:
-    """The CRC statistic (n/(n+1)) * mean + B/(n+1), i.e. the posterior mean of L+, per row."""
+    """The CRC statistic (n/(n+1)) * mean + B/(n+1), i.e. the posterior mean of L+, per row.
+
+    Parameters
+    ----------
+    losses : array-like of shape (n,) or (k, n)
+        Calibration losses in [0, bound]; one row per loss vector.
+    bound : float, default=1.0
+        Upper bound B of the loss.
+
+    Returns
+    -------
+    ndarray of shape (k,)
+        The statistic of each row (``k = 1`` for a 1-D input).
+
+    Examples
+    --------
+    >>> crc_bound([0, 0, 1, 0])
+    array([0.4])
+    >>> crc_bound([[0, 0, 1, 0], [1, 1, 1, 1]])
+    array([0.4, 1. ])
+    """
     losses = np.atleast_2d(losses)
     n = losses.shape[1]
     return (losses.sum(axis=1) + bound) / (n + 1)
@@ -80,7 +100,31 @@ def hoeffding_bentkus_pvalue(mean, alpha: float, n: int) -> np.ndarray:
 
 def rcps_upper_bound(losses, beta: float = 0.95, bound: float = 1.0,
                      concentration: str = "hb") -> np.ndarray:
-    """Upper confidence bound at level beta on the risk, per row of ``losses``."""
+    """Upper confidence bound at level beta on the risk, per row of ``losses`` (RCPS).
+
+    Parameters
+    ----------
+    losses : array-like of shape (n,) or (k, n)
+        Calibration losses in [0, bound].
+    beta : float, default=0.95
+        Confidence level of the bound.
+    bound : float, default=1.0
+        Upper bound B of the loss.
+    concentration : {"hb", "hoeffding"}, default="hb"
+        Hoeffding–Bentkus (tighter) or plain Hoeffding (the paper's baseline).
+
+    Returns
+    -------
+    ndarray of shape (k,)
+        The upper bound of each row.
+
+    Examples
+    --------
+    >>> rcps_upper_bound([0, 0, 1, 0, 0, 0, 0, 0, 0, 0]).round(3)
+    array([0.455])
+    >>> rcps_upper_bound([0, 0, 1, 0, 0, 0, 0, 0, 0, 0], concentration="hoeffding").round(3)
+    array([0.487])
+    """
     losses = np.atleast_2d(np.asarray(losses, dtype=float))
     n = losses.shape[1]
     mean = losses.mean(axis=1) / bound
@@ -390,7 +434,35 @@ def minimum_calibration_size(alpha: float, beta: float = 0.95, method="bq",
     * crc and split: B / (n + 1) <= alpha.
     * rcps with Hoeffding: B * sqrt(log(1/(1-beta)) / (2n)) <= alpha.
 
-    ``method`` is a registered name or a :class:`Rule` instance.
+    Parameters
+    ----------
+    alpha : float
+        Target risk, in (0, 1).
+    beta : float, default=0.95
+        Credibility or confidence of the guarantee, in (0, 1).
+    method : str or Rule, default="bq"
+        A registered rule name or a :class:`Rule` instance.
+    bound : float, default=1.0
+        Upper bound B of the loss.
+    concentration : {"hb", "hoeffding"}, default="hb"
+        The RCPS bound.
+
+    Returns
+    -------
+    int
+        The minimum calibration size n.
+
+    Raises
+    ------
+    ValueError
+        If ``alpha`` or ``beta`` is outside (0, 1) or ``method`` is unknown.
+
+    Examples
+    --------
+    >>> minimum_calibration_size(0.1), minimum_calibration_size(0.05)
+    (29, 59)
+    >>> minimum_calibration_size(0.1, method="crc")
+    9
     """
     return get_rule(method).minimum_n(check_level(alpha, "alpha"), check_level(beta, "beta"),
                                       check_bound(bound), check_concentration(concentration))

@@ -49,6 +49,28 @@ MODES = ("quick", "full")
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
+    """A registered headline experiment (made by the :func:`experiment` decorator).
+
+    Attributes
+    ----------
+    name : str
+        What ``icml25 reproduce NAME`` takes.
+    subsystem : str
+        The room it belongs to.
+    paper : str
+        The paper it reproduces.
+    reproduces : str
+        Which table or figure.
+    published : dict
+        The published numbers (or claims in words), by quantity.
+    quick, full : dict
+        Settings of the two scales.
+    func : callable
+        ``func(ctx: RunContext) -> Outcome``.
+    requires : tuple of str
+        Extras it needs.
+    """
+
     name: str
     subsystem: str
     paper: str

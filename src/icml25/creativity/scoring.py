@@ -43,6 +43,27 @@ class Judgement:
 
 @dataclasses.dataclass
 class ScoreReport:
+    """What :meth:`Scorer.score` finds in a batch of answers (the paper's four measures).
+
+    Attributes
+    ----------
+    creativity : float
+        Share of answers that are coherent, unique (up to reordering and renaming) and not
+        memorised: the paper's algorithmic creativity.
+    coherence : float
+        Share of answers that obey the task's rule.
+    uniqueness : float
+        Share of coherent answers that are distinct.
+    memorization : float
+        Share of coherent answers found in the training set.
+    n : int
+        Answers scored.
+    n_errors : int
+        Answers that could not be parsed.
+    judgements : list of Judgement
+        One per answer.
+    """
+
     creativity: float
     coherence: float
     uniqueness: float

@@ -396,7 +396,37 @@ _CLASSES: dict[str, type[Task]] = {"sibling": Sibling, "triangle": Triangle, "ci
 
 
 def make_task(name: str, seed: int = 0, **params) -> Task:
-    """Build a task by name (``sibling``, ``triangle``, ``circle``, ``line``)."""
+    """Build a task by name (``sibling``, ``triangle``, ``circle``, ``line``).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`TASKS`.
+    seed : int, default=0
+        Seeds the task's hidden knowledge (the graph, the siblings).
+    **params
+        Task parameters overriding the defaults (e.g. ``n_entities``, ``length``, ``n_train``
+        for ``line``/``circle``; ``n_parents``, ``n_children`` for ``sibling``).
+
+    Returns
+    -------
+    Task
+        The task: vocabulary, training-example generator and coherence rule.
+
+    Raises
+    ------
+    ValueError
+        For an unknown task or parameter name (the message lists the known ones), or a
+        parameter that is not positive.
+
+    Examples
+    --------
+    >>> task = make_task("line", seed=0)
+    >>> task.name, task.answer_len, task.params["n_entities"]
+    ('line', 27, 10)
+    >>> make_task("line", seed=0, n_entities=6).params["n_entities"]
+    6
+    """
     if name not in _CLASSES:
         raise ValueError(f"unknown task {name!r}; choose one of {TASKS}")
     return _CLASSES[name](seed, **params)

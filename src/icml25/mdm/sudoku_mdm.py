@@ -93,6 +93,22 @@ def train_sudoku(
 
 @dataclasses.dataclass
 class SolveResult:
+    """One solved (or rejected) Sudoku line, as :func:`solve_grids` returns it.
+
+    Attributes
+    ----------
+    solution : str or None
+        81 digits, or None when the input line was rejected.
+    valid : bool
+        A complete grid consistent with every clue and the Sudoku rules.
+    error : str or None
+        Why the input line was rejected.
+    steps : int or None
+        Forward passes spent on this puzzle.
+    seconds : float or None
+        Its share of its batch's wall time.
+    """
+
     solution: str | None  # 81 digits, or None when the input line was rejected
     valid: bool  # a complete grid consistent with every clue and the Sudoku rules
     error: str | None = None

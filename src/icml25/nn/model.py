@@ -44,6 +44,48 @@ from torch import nn
 
 @dataclasses.dataclass
 class TransformerConfig:
+    """Shape and options of a :class:`Transformer` (saved as ``config.json`` beside the weights).
+
+    Parameters
+    ----------
+    vocab_size : int
+        Input vocabulary size.
+    seq_len : int
+        Longest sequence (positions).
+    d_model : int, default=128
+        Width.
+    n_layers : int, default=4
+        Transformer blocks.
+    n_heads : int, default=4
+        Attention heads.
+    d_ff : int or None, default=None
+        MLP width (None: ``4 * d_model``).
+    dropout : float, default=0.0
+        Dropout rate.
+    causal : bool, default=False
+        Causal attention (next-token models) instead of bidirectional (diffusion).
+    positions : {"learned", "rotary"}, default="learned"
+        Position encoding.
+    out_size : int or None, default=None
+        Output classes (None: ``vocab_size``).
+    tie_embeddings : bool, default=False
+        Share input and output embeddings.
+    position_groups : list of list of int or None, default=None
+        Extra position tables: per table, a group id for each position (e.g. Sudoku rows,
+        columns and boxes).
+    qk_init_std : float or None, default=None
+        Init std of the query/key weights (None: 0.02).
+    token_shift : bool, default=False
+        Add a learned embedding of the previous token to the input.
+    layer_shift : bool, default=False
+        Each block's attention input also gets a projection of its left neighbour's.
+
+    Examples
+    --------
+    >>> TransformerConfig(vocab_size=12, seq_len=81, n_layers=2).d_model
+    128
+    """
+
     vocab_size: int
     seq_len: int
     d_model: int = 128

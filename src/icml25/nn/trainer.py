@@ -58,6 +58,57 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-
 
 @dataclasses.dataclass
 class TrainConfig:
+    """Everything :func:`train` needs besides the model, the loss and the batches.
+
+    Scale is configuration: the same code trains on a CPU, one GPU or many nodes.
+
+    Parameters
+    ----------
+    steps : int
+        Optimizer steps.
+    batch_size : int, default=128
+        Rows per process and micro-batch.
+    lr : float, default=1e-3
+        Peak AdamW learning rate (cosine decay after ``warmup_steps``).
+    min_lr_ratio : float, default=0.1
+        The cosine decays to ``lr * min_lr_ratio``.
+    warmup_steps : int, default=100
+        Linear warm-up steps.
+    weight_decay : float, default=0.01
+        AdamW weight decay.
+    betas : tuple of float, default=(0.9, 0.999)
+        AdamW betas.
+    grad_clip : float or None, default=1.0
+        Gradient-norm clipping (None: off).
+    ema_decay : float or None, default=None
+        Keep an exponential moving average of the weights.
+    checkpoint_every : int, default=500
+        Steps between checkpoints (with ``out_dir``).
+    log_every : int, default=50
+        Steps between log records.
+    seed : int, default=0
+        Seeds initialisation and the batch generator.
+    out_dir : str or None, default=None
+        Where ``checkpoint/`` and the final model go (None: keep in memory); training resumes
+        from there.
+    device : str, default="auto"
+        ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
+    precision : {"fp32", "bf16", "fp16"}, default="fp32"
+        Autocast precision; weights, optimizer state and checkpoints stay float32.
+    compile : bool, default=False
+        Wrap the model in ``torch.compile``.
+    grad_accum_steps : int, default=1
+        Micro-batches per optimizer step.
+    max_seconds : float or None, default=None
+        Stop, with a checkpoint, at the first log step past this wall time.
+
+    Examples
+    --------
+    >>> cfg = TrainConfig(steps=100, batch_size=32, precision="bf16")
+    >>> cfg.device, cfg.grad_accum_steps
+    ('auto', 1)
+    """
+
     steps: int
     batch_size: int = 128  # per process and micro-batch
     lr: float = 1e-3
@@ -105,6 +156,22 @@ class TrainConfig:
 
 @dataclasses.dataclass
 class TrainState:
+    """What :func:`train` returns (and checkpoints): progress, the log and optional states.
+
+    Attributes
+    ----------
+    step : int
+        Optimizer steps done.
+    log : list of dict
+        One record per ``log_every`` steps.
+    ema : dict or None
+        The EMA weights when ``ema_decay`` is set.
+    scaler : dict or None
+        The fp16 gradient scaler's state.
+    stopped_early : bool
+        ``max_seconds`` ran out before ``steps``.
+    """
+
     step: int = 0
     log: list[dict[str, float]] = dataclasses.field(default_factory=list)
     ema: dict[str, torch.Tensor] | None = None

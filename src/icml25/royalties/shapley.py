@@ -72,6 +72,31 @@ def royalty_shares(values) -> tuple[np.ndarray, bool]:
     Negative values (holders whose data made the artifact *less* likely) are clipped to zero,
     as in the Shapley Royalty Share. If no value is positive nothing can be allocated: the
     shares are all zero and ``allocated`` is False (the caller decides where that money goes).
+
+    Parameters
+    ----------
+    values : array-like of shape (n,)
+        Shapley values of the n holders (finite).
+
+    Returns
+    -------
+    shares : ndarray of shape (n,)
+        Non-negative shares summing to 1 (all 0 when nothing is allocated).
+    allocated : bool
+        False when no holder has a positive value.
+
+    Raises
+    ------
+    RoyaltyInputError
+        If ``values`` is not a finite 1-d array.
+
+    Examples
+    --------
+    >>> shares, allocated = royalty_shares([2.0, -1.0, 1.0])
+    >>> shares.round(3).tolist(), allocated
+    ([0.667, 0.0, 0.333], True)
+    >>> royalty_shares([-1.0, -0.5])[1]
+    False
     """
     phi = np.asarray(values, dtype=np.float64)
     if phi.ndim != 1 or not np.isfinite(phi).all():
@@ -142,7 +167,36 @@ def owen_from_table(values: np.ndarray, groups: Sequence[Sequence[int]]) -> np.n
 
 def exact_shapley(utility: CoalitionUtility, *,
                   groups: Sequence[Sequence[str]] | None = None) -> ShapleyResult:
-    """Exact Shapley (or, with ``groups``, Owen) values: 2^n coalitions, one batch call."""
+    """Exact Shapley (or, with ``groups``, Owen) values: 2^n coalitions, one batch call.
+
+    Parameters
+    ----------
+    utility : CoalitionUtility
+        Anything with ``players`` and a batch call ``utility(bool[k, n]) -> float[k]``.
+    groups : sequence of sequences of str or None, default=None
+        Ownership groups: holders under one owner are valued as one player first and split
+        inside the group (Owen values), so splitting into shell holders gains nothing.
+
+    Returns
+    -------
+    ShapleyResult
+        ``players``, ``values`` (efficient: they sum to v(all) - v(none)), ``std_errors``
+        (all 0), ``n_evaluations`` (2^n).
+
+    Raises
+    ------
+    RoyaltyInputError
+        Above 20 holders (use :func:`sampled_shapley`), or for groups naming unknown holders.
+
+    Examples
+    --------
+    >>> from icml25.royalties import FunctionUtility
+    >>> u = FunctionUtility(["ann", "bob"],
+    ...                     lambda s: 2.0 * ("ann" in s) + ("bob" in s) + (len(s) == 2))
+    >>> res = exact_shapley(u)
+    >>> res.players, res.values, res.n_evaluations
+    (['ann', 'bob'], [2.5, 1.5], 4)
+    """
     players = list(utility.players)
     n = len(players)
     if n > MAX_EXACT_PLAYERS:
@@ -250,7 +304,45 @@ def shapley_values(utility: CoalitionUtility, *, method: str = "auto",
                    exact_limit: int = DEFAULT_EXACT_LIMIT,
                    groups: Sequence[Sequence[str]] | None = None,
                    seed: int | np.random.Generator | None = 0, **sampling) -> ShapleyResult:
-    """Exact values up to ``exact_limit`` holders (``method="auto"``), sampled above."""
+    """Exact values up to ``exact_limit`` holders (``method="auto"``), sampled above.
+
+    Parameters
+    ----------
+    utility : CoalitionUtility
+        The coalition utility v(S) (e.g. :class:`NgramLogRatioUtility`).
+    method : {"auto", "exact", "sampled"}, default="auto"
+        ``"auto"``: exact up to ``exact_limit`` holders, sampled above.
+    exact_limit : int, default=15
+        Largest number of holders valued exactly under ``"auto"``.
+    groups : sequence of sequences of str or None, default=None
+        Ownership groups (Owen values), as in :func:`exact_shapley`.
+    seed : int, Generator or None, default=0
+        Seeds the permutation sampler.
+    **sampling
+        Passed to :func:`sampled_shapley` (``rel_se_tol``, ``se_tol``, ``min_permutations``...).
+
+    Returns
+    -------
+    ShapleyResult
+        Values, standard errors (0 when exact), the method used and the evaluation count.
+
+    Raises
+    ------
+    RoyaltyInputError
+        For an unknown ``method``, ``method="exact"`` above 20 holders, or groups naming
+        unknown holders.
+
+    Examples
+    --------
+    >>> from icml25.royalties import FunctionUtility
+    >>> u = FunctionUtility(["ann", "bob"],
+    ...                     lambda s: 2.0 * ("ann" in s) + ("bob" in s) + (len(s) == 2))
+    >>> shapley_values(u).values
+    [2.5, 1.5]
+    >>> res = shapley_values(u, method="sampled", seed=0)
+    >>> [round(v, 3) for v in res.values], res.method
+    ([2.5, 1.5], 'antithetic')
+    """
     if method not in ("auto", "exact", "sampled"):
         raise RoyaltyInputError(f"method must be 'auto', 'exact' or 'sampled', got {method!r}")
     if method == "exact" or (method == "auto" and len(utility.players) <= exact_limit):

@@ -64,6 +64,8 @@ def value(alpha, beta, r2):
     beta : target fraction: the worst-off are the lowest ``beta`` of outcomes, in (0, 1).
     r2 : coefficient of determination of the predictor, in [0, 1].
 
+    Examples
+    --------
     >>> round(value(0.2, 0.2, 0.25), 3)
     0.436
     """
@@ -206,8 +208,35 @@ def par(alpha, beta, r2, d_alpha=0.01, d_r2=0.01):
 
     Decision rule: expand access iff ``cost of access / cost of prediction < PAR`` (per unit step).
 
+    Parameters
+    ----------
+    alpha : float or array-like
+        Screening capacity: the fraction of the population screened, in (0, 1).
+    beta : float or array-like
+        Target fraction: the worst-off are the lowest ``beta`` of outcomes, in (0, 1).
+    r2 : float or array-like
+        Coefficient of determination of the predictor, in [0, 1].
+    d_alpha : float, default=0.01
+        Step of capacity (the access lever).
+    d_r2 : float, default=0.01
+        Step of R^2 (the prediction lever).
+
+    Returns
+    -------
+    float or ndarray
+        The PAR, broadcast over the inputs; ``inf`` where prediction gains nothing.
+
+    Raises
+    ------
+    ValueError
+        If a fraction is outside its range, or ``alpha + d_alpha`` or ``r2 + d_r2`` exceeds 1.
+
+    Examples
+    --------
     >>> round(par(0.2, 0.2, 0.25, d_alpha=0.2, d_r2=0.2), 2)  # the paper's Figure 1
     2.36
+    >>> par([0.05, 0.2], 0.2, 0.25).round(2)                  # vectorised over alpha
+    array([4.96, 2.33])
     """
     alpha = check_fraction("alpha", alpha)
     beta = check_fraction("beta", beta)
