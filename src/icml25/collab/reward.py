@@ -54,7 +54,27 @@ def paper_reward(task: float, interactivity: float, tokens: float, lam: float) -
 
 
 def weighted_reward(metrics: Mapping[str, float], weights: Mapping[str, float]) -> float:
-    """``sum_k weights[k] * metrics[k]``; NaN when a weighted metric is missing or NaN."""
+    """``sum_k weights[k] * metrics[k]``; NaN when a weighted metric is missing or NaN.
+
+    Parameters
+    ----------
+    metrics : mapping of str to float
+        The conversation's metrics (``task``, ``interactivity``, ``token_cost``...).
+    weights : mapping of str to float
+        One weight per metric that counts.
+
+    Returns
+    -------
+    float
+        The weighted sum, NaN when a weighted metric is missing or not finite.
+
+    Examples
+    --------
+    >>> weighted_reward({"task": 1.0, "token_cost": 0.2}, {"task": 1, "token_cost": -1})
+    0.8
+    >>> weighted_reward({"task": 1.0}, {"task": 1, "interactivity": 1})
+    nan
+    """
     total = 0.0
     for k, w in weights.items():
         v = metrics.get(k, math.nan)
@@ -146,6 +166,27 @@ class MultiturnReward:
         1e-4 for Medium in the paper-era code).
     count_tokens : ``text -> int``; defaults to an offline approximation.
     extra_metrics : more ``conversation -> float`` metrics, usable in ``weights``.
+
+    Raises
+    ------
+    ValueError
+        When scoring, if ``weights`` name metrics that are not configured (the message lists
+        the available ones).
+
+    Examples
+    --------
+    A scripted user that ends the chat at once, and a task metric that checks the reply:
+
+    >>> import asyncio
+    >>> from icml25.collab import Assistant, ScriptedChatModel, UserSimulator
+    >>> llm = ScriptedChatModel({"user": '{"response": "[[TERMINATE CHAT]]"}', "assistant": "ok"})
+    >>> said_ok = lambda conv: float(any(m["content"] == "ok" for m in conv
+    ...                                  if m["role"] == "assistant"))
+    >>> mr = MultiturnReward(UserSimulator(llm, task="say ok", reference="ok"), Assistant(llm),
+    ...                      task_metric=said_ok, window=1, n_samples=2)
+    >>> scores = asyncio.run(mr.score([{"role": "user", "content": "say ok"}], ["ok", "no"]))
+    >>> [(s.candidate, round(s.mr, 4)) for s in scores]   # task - token cost
+    [('ok', 0.9995), ('no', -0.0005)]
     """
 
     user: UserSimulator

@@ -4,7 +4,32 @@ from __future__ import annotations
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact (Clopper–Pearson) binomial confidence interval for k successes in n trials."""
+    """Exact (Clopper–Pearson) binomial confidence interval for k successes in n trials.
+
+    Parameters
+    ----------
+    k : int
+        Successes, ``0 <= k <= n``.
+    n : int
+        Trials, ``n >= 1``.
+    level : float, default=0.95
+        Confidence level.
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``.
+
+    Raises
+    ------
+    ValueError
+        If ``n < 1`` or ``k`` is outside ``[0, n]``.
+
+    Examples
+    --------
+    >>> [round(v, 4) for v in clopper_pearson(5, 10)]
+    [0.1871, 0.8129]
+    """
     from scipy import stats
 
     if n < 1 or not 0 <= k <= n:

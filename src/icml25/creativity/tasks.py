@@ -416,16 +416,17 @@ def make_task(name: str, seed: int = 0, **params) -> Task:
     Raises
     ------
     ValueError
-        For an unknown task or parameter name (the message lists the known ones), or a
-        parameter that is not positive.
+        For an unknown task or parameter name (the message lists the known ones), a
+        parameter that is not positive, or parameters the task cannot build (a line longer
+        than its entities).
 
     Examples
     --------
     >>> task = make_task("line", seed=0)
     >>> task.name, task.answer_len, task.params["n_entities"]
     ('line', 27, 10)
-    >>> make_task("line", seed=0, n_entities=6).params["n_entities"]
-    6
+    >>> make_task("line", seed=0, n_entities=6, length=5).params["length"]
+    5
     """
     if name not in _CLASSES:
         raise ValueError(f"unknown task {name!r}; choose one of {TASKS}")

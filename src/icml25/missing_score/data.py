@@ -18,7 +18,35 @@ __all__ = [
 def star_precision(d: int, rng: np.random.Generator, p_edge: float = 0.9, n_centres: int = 1):
     """The paper's star graph: node(s) 0..k-1 link to every other node with probability
     p_edge / k; off-diagonal values U[0.7, 1] * sqrt(1 / (d - 1)), unit diagonal.
-    Returns (precision, boolean adjacency)."""
+
+    Parameters
+    ----------
+    d : int
+        Variables (>= 2).
+    rng : numpy.random.Generator
+        Draws the edges and their values.
+    p_edge : float, default=0.9
+        Probability that a leaf links to a centre.
+    n_centres : int, default=1
+        Hub nodes.
+
+    Returns
+    -------
+    precision : ndarray of shape (d, d)
+    adjacency : ndarray of shape (d, d), bool
+
+    Raises
+    ------
+    ValueError
+        If ``d < 2``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> P, adj = star_precision(5, np.random.default_rng(0))
+    >>> P.shape, int(adj[0].sum())          # node 0 is the hub
+    ((5, 5), 4)
+    """
     if d < 2:
         raise ValueError("a star graph needs d >= 2")
     P = np.eye(d)
@@ -79,7 +107,35 @@ def sample_gaussian(n: int, mean, precision, rng: np.random.Generator, domain=No
 
 def mcar_mask(shape, p_missing: float, rng: np.random.Generator, keep_one: bool = True):
     """Boolean MCAR mask (True = missing), each entry independently w.p. p_missing. With
-    keep_one, a row drawn fully missing keeps one random coordinate observed."""
+    keep_one, a row drawn fully missing keeps one random coordinate observed.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        ``(n, d)``.
+    p_missing : float
+        Probability that an entry is missing, in [0, 1).
+    rng : numpy.random.Generator
+    keep_one : bool, default=True
+        Keep one coordinate of every row observed.
+
+    Returns
+    -------
+    ndarray of bool
+
+    Raises
+    ------
+    ValueError
+        If ``p_missing`` is outside [0, 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.ones((1000, 4))
+    >>> X[mcar_mask(X.shape, 0.3, np.random.default_rng(0))] = np.nan
+    >>> round(float(np.isnan(X).mean()), 2)
+    0.3
+    """
     if not 0.0 <= p_missing < 1.0:
         raise ValueError("p_missing must be in [0, 1)")
     M = rng.random(shape) < p_missing

@@ -236,7 +236,7 @@ def par(alpha, beta, r2, d_alpha=0.01, d_r2=0.01):
     >>> round(par(0.2, 0.2, 0.25, d_alpha=0.2, d_r2=0.2), 2)  # the paper's Figure 1
     2.36
     >>> par([0.05, 0.2], 0.2, 0.25).round(2)                  # vectorised over alpha
-    array([4.96, 2.33])
+    array([10.18,  2.72])
     """
     alpha = check_fraction("alpha", alpha)
     beta = check_fraction("beta", beta)
