@@ -78,6 +78,40 @@ class UserSimulator:
     ``respond(conversation)`` returns the next user message for a conversation whose messages
     are from the assistant's point of view. ``fallback_message`` is sent when every retry failed
     and no plain text was salvageable.
+
+    Parameters
+    ----------
+    model : ChatModel
+        The LLM that plays the user.
+    task : str
+        The user's hidden task (e.g. "write a blog post").
+    reference : str, default=""
+        What the user secretly wants (the reference document, answer or code).
+    max_retries : int, default=3
+        Attempts at an output in the JSON contract before salvaging plain text.
+    temperature : float or None, default=1.0
+        Sampling temperature of the user model.
+    max_tokens : int or None, default=1024
+        Token cap of each user message.
+    fallback_message : str, default="Can you continue, please?"
+        Sent when nothing usable came back.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from icml25.collab import ScriptedChatModel
+    >>> llm = ScriptedChatModel({"user": '{"response": "Make it about bees, 300 words."}'})
+    >>> user = UserSimulator(llm, task="write a blog post", reference="a post about bees")
+    >>> turn = asyncio.run(user.respond([{"role": "assistant", "content": "What topic?"}]))
+    >>> turn.text, turn.parsed, turn.terminated
+    ('Make it about bees, 300 words.', True, False)
+
+    Output that breaks the contract is retried, then salvaged, never raised:
+
+    >>> bad = UserSimulator(ScriptedChatModel({"user": "not json {"}), task="x", max_retries=2)
+    >>> turn = asyncio.run(bad.respond([]))
+    >>> turn.parsed, len(turn.failures)
+    (False, 2)
     """
 
     model: ChatModel

@@ -104,12 +104,21 @@ class KneserNeyCoalitionLM:
 
     Parameters
     ----------
-    order : n-gram order (1 = unigram). Character models work well at 4–6, word models at 2–3.
-    tokenizer : ``"char"`` or ``"word"``.
-    discount : absolute discount D in (0, 1), the same for every order.
+    order : int, default=5
+        n-gram order (1 = unigram). Character models work well at 4–6, word models at 2–3.
+    tokenizer : {"char", "word"}, default="char"
+        How text is split into tokens.
+    discount : float, default=0.75
+        Absolute discount D in (0, 1), the same for every order.
 
-    Example
-    -------
+    Raises
+    ------
+    RoyaltyInputError
+        In ``fit``, for a parameter out of range, no holders, an empty holder name or an empty
+        corpus.
+
+    Examples
+    --------
     >>> lm = KneserNeyCoalitionLM(order=3).fit({"a": ["abcabc"], "b": ["xyzxyz"]}, baseline="ab")
     >>> lm.holders_
     ['a', 'b']
