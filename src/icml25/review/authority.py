@@ -292,7 +292,32 @@ def authorize(action: Action | str, f: Facts) -> None:
 
 
 def may(action: Action | str, f: Facts) -> bool:
-    """Boolean form of :func:`authorize`."""
+    """Boolean form of :func:`authorize`.
+
+    Parameters
+    ----------
+    action : Action or str
+        What the user wants to do (``"write_review"``, ``"view_authors"``...).
+    f : Facts
+        What is true of the user, the submission and the venue's phase.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValueError
+        For an unknown action.
+
+    Examples
+    --------
+    >>> from icml25.review import Facts, Phase, Role
+    >>> reviewer = Facts(phase=Phase.REVIEWING, venue_roles=frozenset({Role.REVIEWER}),
+    ...                  verified=True, is_assigned_reviewer=True)
+    >>> may("write_review", reviewer), may("view_authors", reviewer)   # double blind
+    (True, False)
+    """
     try:
         authorize(action, f)
     except NotAllowed:

@@ -84,7 +84,29 @@ class PhaseFacts:
 
 
 def next_phase(current: Phase | str, bidding_enabled: bool = True) -> Phase | None:
-    """The single phase that may follow ``current`` (None at the end)."""
+    """The single phase that may follow ``current`` (None at the end).
+
+    Parameters
+    ----------
+    current : Phase or str
+        The venue's phase.
+    bidding_enabled : bool, default=True
+        Without bidding, submission is followed by assignment.
+
+    Returns
+    -------
+    Phase or None
+
+    Raises
+    ------
+    ValueError
+        For an unknown phase.
+
+    Examples
+    --------
+    >>> next_phase("submission"), next_phase("submission", bidding_enabled=False)
+    (<Phase.BIDDING: 'bidding'>, <Phase.ASSIGNMENT: 'assignment'>)
+    """
     i = phase_index(current)
     if i + 1 >= len(PHASE_ORDER):
         return None
