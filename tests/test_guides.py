@@ -19,7 +19,15 @@ import pytest
 from test_readme import blocks
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-GUIDES = ["mdm.md", "creativity.md", "review.md", "review-chairs.md", "review-operators.md"]
+GUIDES = ["index.md", "install.md", "conformal.md", "worstoff.md", "royalties.md",
+          "missing_score.md", "mdm.md", "creativity.md", "collab.md", "review.md",
+          "review-chairs.md", "review-operators.md", "nn.md", "reproduce.md"]
+
+
+def test_every_page_of_the_site_is_checked():
+    """A new guide page joins GUIDES, so its examples run too (notes are not run: they record
+    measurements, each with its command)."""
+    assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(GUIDES)
 
 
 def _params():

@@ -1,4 +1,4 @@
-"""The examples of the README and of the user guides (``docs/*.md``) run as written.
+"""The README's examples run as written.
 
 Every fenced ```python and ```bash block runs, each in a fresh process in an empty folder,
 unless the line just above it says why not: ``<!-- not run: REASON -->`` (it needs the
@@ -16,11 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
-#: the pages whose examples run: the README and every user guide (the notes under docs/notes/
-#: record measurements, each with the command that made it, and are not run)
-PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+README = Path(__file__).resolve().parents[1] / "README.md"
 _BLOCK = re.compile(r"(?:^(<!--[^\n]*-->)\n)?^```(python|bash)\n(.*?)^```", re.M | re.S)
 
 
@@ -32,24 +28,21 @@ def blocks(text: str) -> list[tuple[str, str, str, int]]:
 
 def _params():
     out = []
-    for page in PAGES:
-        name = page.relative_to(ROOT).as_posix()
-        for lang, code, marker, line in blocks(page.read_text(encoding="utf-8")):
-            if marker.startswith("<!-- not run:"):
-                continue
-            marks = [pytest.mark.slow] if marker == "<!-- slow -->" else []
-            out.append(pytest.param(lang, code, id=f"{name}:{line}-{lang}", marks=marks))
+    for lang, code, marker, line in blocks(README.read_text(encoding="utf-8")):
+        if marker.startswith("<!-- not run:"):
+            continue
+        marks = [pytest.mark.slow] if marker == "<!-- slow -->" else []
+        out.append(pytest.param(lang, code, id=f"README.md:{line}-{lang}", marks=marks))
     return out
 
 
 def test_every_skipped_block_says_why():
     found = blocks(README.read_text(encoding="utf-8"))
     assert len(found) >= 8
+    for _, _, marker, line in found:
+        assert marker in ("", "<!-- slow -->") or re.fullmatch(
+            r"<!-- not run: \S.*\S -->", marker), (line, marker)
     assert sum(lang == "python" and not m for lang, _, m, _ in found) >= 2  # run by default
-    for page in PAGES:
-        for _, _, marker, line in blocks(page.read_text(encoding="utf-8")):
-            assert marker in ("", "<!-- slow -->") or re.fullmatch(
-                r"<!-- not run: \S.*\S -->", marker), (page.name, line, marker)
 
 
 def test_the_block_parser_honours_markers():
@@ -60,7 +53,7 @@ def test_the_block_parser_honours_markers():
 
 
 @pytest.mark.parametrize(("lang", "code"), _params())
-def test_example_block_runs(lang, code, tmp_path):
+def test_readme_block_runs(lang, code, tmp_path):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "ICML25_NO_PROGRESS": "1", "MPLBACKEND": "Agg"}
     cmd = [sys.executable, "-c", code] if lang == "python" else [
