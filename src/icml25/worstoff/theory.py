@@ -58,16 +58,34 @@ def _value(alpha, beta, r2) -> np.ndarray:
 def value(alpha, beta, r2):
     """Recall on the worst-off ``V(alpha, beta, R^2)`` of screening the lowest predictions.
 
+    ``V = Phi2(Phi^-1(alpha), Phi^-1(beta); sqrt(R^2)) / beta`` for jointly normal outcome and
+    prediction; exact at ``R^2 = 0`` (``alpha``) and ``R^2 = 1`` (``min(alpha, beta) / beta``).
+
     Parameters
     ----------
-    alpha : screening capacity, fraction of the population screened, in (0, 1).
-    beta : target fraction: the worst-off are the lowest ``beta`` of outcomes, in (0, 1).
-    r2 : coefficient of determination of the predictor, in [0, 1].
+    alpha : float or array-like
+        Screening capacity: the fraction of the population screened, in (0, 1).
+    beta : float or array-like
+        Target fraction: the worst-off are the lowest ``beta`` of outcomes, in (0, 1).
+    r2 : float or array-like
+        Coefficient of determination of the predictor, in [0, 1].
+
+    Returns
+    -------
+    float or ndarray
+        The recall, broadcast over the inputs.
+
+    Raises
+    ------
+    ValueError
+        If a fraction is outside its range.
 
     Examples
     --------
     >>> round(value(0.2, 0.2, 0.25), 3)
     0.436
+    >>> value([0.2, 0.4], 0.2, [0.0, 1.0]).tolist()     # random screening; a perfect model
+    [0.2, 1.0]
     """
     alpha = check_fraction("alpha", alpha)
     beta = check_fraction("beta", beta)
@@ -156,6 +174,23 @@ def local_par(alpha, beta, r2):
     R^2. Equals 0 at ``R^2 = 0``; at ``R^2 = 1`` it is ``inf`` for ``alpha < beta`` and 0 otherwise.
     Overflows to ``inf`` for tiny ``alpha``; use :func:`log_local_par` there.
 
+    Parameters
+    ----------
+    alpha, beta, r2 : float or array-like
+        As in :func:`value`.
+
+    Returns
+    -------
+    float or ndarray
+        The local PAR, broadcast over the inputs.
+
+    Raises
+    ------
+    ValueError
+        If a fraction is outside its range.
+
+    Examples
+    --------
     >>> round(local_par(0.2, 0.2, 0.2), 2)
     2.47
     """
