@@ -20,7 +20,7 @@ from test_readme import blocks
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 GUIDES = ["index.md", "install.md", "conformal.md", "worstoff.md", "royalties.md",
-          "missing_score.md", "mdm.md", "creativity.md", "collab.md", "review.md",
+          "missing_score.md", "mdm.md", "mdm-decoder.md", "creativity.md", "collab.md", "review.md",
           "review-chairs.md", "review-operators.md", "nn.md", "reproduce.md"]
 
 
