@@ -11,6 +11,7 @@ import doctest
 import importlib
 import importlib.util
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -147,3 +148,31 @@ def test_pages_missing_from_the_nav_are_added_where_they_belong(tmp_path):
     out = hooks.complete_nav(nav, tmp_path)
     assert out[1]["Guides"] == [{"mdm": "mdm.md"}, "mdm-planners.md", {"nn": "nn.md"}, "extra.md"]
     assert out[2]["Notes"] == ["notes/index.md", "notes/2026-01-02-b.md", "notes/2026-01-01-a.md"]
+
+
+def test_records_are_copied_without_their_data_and_rendered_as_tables(tmp_path, monkeypatch):
+    _records = importlib.util.spec_from_file_location("docs_records",
+                                                      ROOT / "scripts" / "docs_records.py")
+    docs_records = importlib.util.module_from_spec(_records)
+    _records.loader.exec_module(docs_records)
+    run = tmp_path / "results" / "demo-exp"
+    run.mkdir(parents=True)
+    (run / "fig.png").write_bytes(b"\x89PNG")
+    record = {"name": "demo-exp", "subsystem": "demo", "reproduces": "Table 9", "mode": "quick",
+              "seed": 0, "started_at": "2026-01-02T03:04:05", "figures": ["fig.png"],
+              "data": {"big": list(range(1000))},
+              "comparisons": [{"quantity": "failure rate", "published": 0.2, "ours": 0.21,
+                               "verdict": "agrees", "scale": "n=10"},
+                              {"quantity": "width", "published": 3.0, "ours": 9.0,
+                               "verdict": "falls short", "scale": ""}]}
+    (run / "result.json").write_text(json.dumps(record))
+    assert docs_records.main([tmp_path / "results"], tmp_path / "docs") == 0
+    copied = json.loads((tmp_path / "docs" / "records" / "demo-exp.json").read_text())
+    assert "data" not in copied and copied["comparisons"] == record["comparisons"]
+    assert (tmp_path / "docs" / "figures" / "demo-exp" / "fig.png").is_file()
+    monkeypatch.setattr(hooks, "RECORDS", tmp_path / "docs" / "records")
+    table = hooks.verdict_table("demo")
+    assert "| failure rate | 0.2 | 0.21 | **agrees** | n=10 |" in table
+    assert "**falls short**" in table and "2026-01-02" in table
+    summary = hooks.summary_table()
+    assert "| `demo-exp` | demo | 1 | · | 1 | · | · |" in summary
