@@ -19,8 +19,9 @@ import pytest
 from test_readme import blocks
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-GUIDES = ["index.md", "install.md", "conformal.md", "worstoff.md", "royalties.md",
-          "missing_score.md", "mdm.md", "mdm-decoder.md", "creativity.md", "collab.md", "review.md",
+GUIDES = ["index.md", "install.md", "conformal.md", "worstoff.md", "worstoff-levers.md",
+          "royalties.md", "royalties-evidence.md", "missing_score.md", "missing_score-practice.md",
+          "mdm.md", "mdm-decoder.md", "creativity.md", "collab.md", "review.md",
           "review-chairs.md", "review-operators.md", "nn.md", "reproduce.md"]
 
 
