@@ -194,7 +194,7 @@ def exact_shapley(utility: CoalitionUtility, *,
     >>> u = FunctionUtility(["ann", "bob"],
     ...                     lambda s: 2.0 * ("ann" in s) + ("bob" in s) + (len(s) == 2))
     >>> res = exact_shapley(u)
-    >>> res.players, res.values, res.n_evaluations
+    >>> res.players, res.values.tolist(), res.n_evaluations
     (['ann', 'bob'], [2.5, 1.5], 4)
     """
     players = list(utility.players)
@@ -337,10 +337,10 @@ def shapley_values(utility: CoalitionUtility, *, method: str = "auto",
     >>> from icml25.royalties import FunctionUtility
     >>> u = FunctionUtility(["ann", "bob"],
     ...                     lambda s: 2.0 * ("ann" in s) + ("bob" in s) + (len(s) == 2))
-    >>> shapley_values(u).values
+    >>> shapley_values(u).values.tolist()
     [2.5, 1.5]
     >>> res = shapley_values(u, method="sampled", seed=0)
-    >>> [round(v, 3) for v in res.values], res.method
+    >>> res.values.round(3).tolist(), res.method
     ([2.5, 1.5], 'antithetic')
     """
     if method not in ("auto", "exact", "sampled"):
