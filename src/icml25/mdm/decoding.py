@@ -497,6 +497,12 @@ def _decode(model, prompt_ids, *, mask_id, gen_length, steps, block_length, plan
         if history is not None:
             history.append(x.to(home, copy=True))
 
+    # every step's work after the forward pass is confined to the block's columns, unless a
+    # random draw (sampled values, noise, the random planner, a remask pick) or the hook would
+    # see the whole canvas without the cache
+    narrow = forward.kind is not None or (
+        temperature <= 0 and not noise and planner != "random" and schedule is None
+        and on_step is None)
     for b, block_steps in enumerate(per_block):
         in_block = block == b
         where = in_block.any(0).nonzero()
@@ -505,8 +511,9 @@ def _decode(model, prompt_ids, *, mask_id, gen_length, steps, block_length, plan
         block_cols = int(where[0]), int(where[-1]) + 1  # the block's columns (all rows)
         for step in range(block_steps):
             # a cached pass computes the block's columns only; a full one keeps the whole
-            # canvas (so the random draws do not depend on where the block lies)
-            lo, hi = block_cols if forward.kind is not None else (0, x.shape[1])
+            # canvas when random draws or the hook see it (so they do not depend on where the
+            # block lies), else it too takes the block's columns of the logits
+            lo, hi = block_cols if narrow else (0, x.shape[1])
             win = slice(lo, hi)
             eligible = (masked & in_block)[:, win]
             active = eligible.any(1)

@@ -140,7 +140,9 @@ class KVCache:
 
     Filled by a full pass ``model(ids, kv_cache=cache)`` on an empty cache; a later
     ``model(ids[:, start:stop], kv_cache=cache, start=start)`` computes the slice afresh and takes
-    the keys and values of every other position from the cache (which it does not change).
+    the keys and values of every other position from the cache. Under ``torch.no_grad`` the
+    slice's fresh keys and values are written into the cache in place (so it holds the latest
+    of every position); with gradients on, the cache is left unchanged.
 
     >>> m = Transformer(TransformerConfig(vocab_size=10, seq_len=8, d_model=16, n_layers=2,
     ...                                   n_heads=2, causal=True))
@@ -190,19 +192,26 @@ class Block(nn.Module):
         hidden = self.ln1(x)
         if self.shift is not None:  # position 0 has no previous position
             hidden = hidden + self.shift(F.pad(hidden[:, :-1], (0, 0, 1, 0)))
-        q, k, v = self.qkv(hidden).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
-        if rotary is not None:
+        qkv = self.qkv(hidden).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        v = qkv[2]
+        if rotary is not None:  # queries and keys rotated in one go
             cos, sin = rotary
-            cos, sin = cos[start:start + t], sin[start:start + t]
-            q, k = _apply_rotary(q, cos, sin), _apply_rotary(k, cos, sin)
+            q, k = _apply_rotary(qkv[:2], cos[start:start + t], sin[start:start + t]).unbind(0)
+        else:
+            q, k = qkv[0], qkv[1]
         if record is not None:
-            record.append((k, v))
+            record.append((k.contiguous(), v.contiguous()))
         p = self.cfg.dropout if self.training else 0.0
         if past is None:
             att = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=self.cfg.causal)
         else:  # keys/values (b, h, T, hd): cached outside the slice, fresh inside
-            k = torch.cat([past[0][:, :, :start], k, past[0][:, :, start + t:]], 2)
-            v = torch.cat([past[1][:, :, :start], v, past[1][:, :, start + t:]], 2)
+            if torch.is_grad_enabled():
+                k = torch.cat([past[0][:, :, :start], k, past[0][:, :, start + t:]], 2)
+                v = torch.cat([past[1][:, :, :start], v, past[1][:, :, start + t:]], 2)
+            else:  # inference: written into the cache in place (no new (b, h, T, hd) tensors)
+                past[0][:, :, start:start + t] = k
+                past[1][:, :, start:start + t] = v
+                k, v = past
             mask = None
             if self.cfg.causal:  # query start+i sees keys 0..start+i
                 mask = (torch.arange(k.shape[2], device=x.device)[None]
