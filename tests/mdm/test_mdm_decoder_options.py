@@ -41,6 +41,38 @@ def test_kv_cache_slices_match_the_full_pass():
         net(ids[:, 15:], kv_cache=cache, start=18)
 
 
+def test_kv_cache_slices_under_no_grad_update_the_cache_in_place():
+    net = tiny(causal=True, n_layers=2)
+    ids = torch.randint(0, VOCAB, (2, 20), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        cache = KVCache()
+        full = net(ids, kv_cache=cache)
+        keys = cache.layers[0][0]
+        before = keys.clone()
+        changed = ids.clone()
+        changed[:, 12:] = (changed[:, 12:] + 1) % VOCAB
+        sliced = net(changed[:, 12:], kv_cache=cache, start=12)
+        assert cache.layers[0][0] is keys  # written into, not rebuilt
+        assert torch.equal(keys[:, :, :12], before[:, :, :12])  # left of the slice: kept
+        assert not torch.equal(keys[:, :, 12:], before[:, :, 12:])  # the slice: its new keys
+        assert torch.allclose(sliced, net(changed)[:, 12:], atol=1e-4)  # causal: exact
+        assert torch.allclose(net(ids[:, 12:], kv_cache=cache, start=12), full[:, 12:],
+                              atol=1e-4)
+
+
+@pytest.mark.parametrize("planner", ["top_prob", "top_margin", "entropy"])
+def test_steps_confined_to_the_block_match_the_whole_canvas(prompt, planner):
+    # without a cache, a greedy decode works on the block's columns only; a hook makes it
+    # keep the whole canvas -- the tokens must not differ
+    net = tiny(False, 2)
+    args = dict(mask_id=MASK, gen_length=24, steps=12, block_length=8, planner=planner,
+                threshold=0.9, return_info=True)
+    narrow = generate(net, prompt, **args)
+    whole = generate(net, prompt, **args, on_step=lambda step, logits, ids: None)
+    assert torch.equal(narrow.ids, whole.ids)
+    assert narrow.forward_passes == whole.forward_passes
+
+
 @pytest.mark.parametrize("cache", ["prefix", "dual"])
 @pytest.mark.parametrize("causal, n_layers", [(True, 2), (False, 1)])
 def test_cache_gives_the_same_tokens_where_it_is_exact(prompt, cache, causal, n_layers):
