@@ -391,7 +391,7 @@ def start_server(url: str, tmp: Path, workers: int, log: str = os.devnull,
     clients connecting meanwhile would all land on the first)."""
     port = _port()
     env = dict(os.environ, ICML25_DATABASE_URL=url, ICML25_UPLOAD_DIR=str(tmp),
-               ICML25_TICK_SECONDS="0", **(env or {}))
+               ICML25_TICK_SECONDS="0") | (env or {})  # the caller's values win
     icml25 = Path(sys.executable).with_name("icml25")
     err = Path(tmp) / f"server-{port}.log" if log == os.devnull else Path(log)
     err.parent.mkdir(parents=True, exist_ok=True)
