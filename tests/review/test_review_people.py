@@ -16,6 +16,7 @@ from sqlalchemy import select
 from icml25.review import models as m
 from icml25.review.db import make_sessionmaker
 from icml25.review.demo import DEMO_PASSWORD, Cast, populate_venue
+from icml25.review.errors import ServiceError
 from icml25.review.jobs import run_due_jobs, utcnow
 from icml25.review.people import this_year
 from icml25.review.service import ReviewService
@@ -451,3 +452,48 @@ def test_notifications_follow_the_process_and_name_no_one(db, settings):
     assert ac is not None and ac.submission_id is not None
     names = [u.name for u in db.scalars(select(m.User))]
     assert not any(n in e.body for e in mails for n in names)  # double blind
+
+
+def test_a_members_quota_caps_their_load_in_the_assignment_solver(db, settings):
+    base = ReviewService(db, settings)
+    chair = base.as_user(base.create_user("pcq@conf.example", "PC", "long-password",
+                                          is_admin=True))
+    venue = chair.create_venue("quota", "Quota", reviews_per_paper=2, max_load=4)
+    revs = []
+    for j in range(4):
+        u = base.create_user(f"q{j}@q{j}-uni.example", f"Q{j}", "long-password")
+        base.as_user(u).add_reviewer_paper(f"Work {j}", "graph neural networks for molecules")
+        chair.add_member(venue, u.email, "reviewer")
+        revs.append(u)
+    subs = []
+    for i in range(6):
+        a = base.create_user(f"qa{i}@qauth{i}.example", f"QA{i}", "long-password")
+        subs.append(base.as_user(a).submit(venue, title=f"Graph networks {i}",
+                                           abstract="graph neural networks for molecules",
+                                           authors=[{"name": a.name, "email": a.email}]))
+    chair.advance_phase(venue)  # bidding
+    eager = base.as_user(revs[0])
+    for s in subs:  # the solver would give them the venue's maximum, 4 papers
+        eager.bid(s.id, 2)
+    assert eager.set_my_quota(venue, 1) == 1
+    with pytest.raises(ServiceError, match="maximum 4"):
+        eager.set_my_quota(venue, 5)
+    chair.advance_phase(venue)  # assignment
+    caps = chair.assignments.load_caps(venue, [u.id for u in revs])
+    assert caps.tolist() == [1, 4, 4, 4]
+    prop = chair.propose_assignment(venue)
+    load = Counter(p["user_id"] for p in prop["pairs"])
+    assert len(prop["pairs"]) == 12 and load[revs[0].id] == 1
+    assert max(load.values()) <= 4
+    preview = chair.preview_assignment(venue)
+    assert {x["user_id"]: x["max_load"] for x in preview["loads"]}[revs[0].id] == 1
+    assert all(r["ok"] for r in preview["report"] if "maximum load" in r["rule"])
+    # the dense solver of auto-assign keeps to it too
+    assert chair.auto_assign(venue) == 12
+    got = Counter(a.user_id for a in db.scalars(select(m.Assignment).where(
+        m.Assignment.role == "reviewer")))
+    assert got[revs[0].id] == 1 and max(got.values()) <= 4
+    # a quota lowered later removes no assignment: the cap is what they already hold
+    base.as_user(revs[1]).set_my_quota(venue, 0)
+    assert chair.assignments.load_caps(venue, [revs[1].id], [got[revs[1].id]]).tolist() == [
+        got[revs[1].id]]

@@ -377,13 +377,15 @@ def verify(p: Problem, result: Result) -> list[str]:
     return errs
 
 
-def assign_dense(affinity: np.ndarray, conflicts: np.ndarray, k: int, max_load: int,
-                 existing: np.ndarray | None = None, backend: str = "auto") -> np.ndarray:
+def assign_dense(affinity: np.ndarray, conflicts: np.ndarray, k: int,
+                 max_load: int | np.ndarray, existing: np.ndarray | None = None,
+                 backend: str = "auto") -> np.ndarray:
     """The optimal assignment of a small venue given dense (papers x reviewers) tables.
 
     Each paper gets ``k`` reviewers (or every non-conflicted one when fewer exist), each
-    reviewer at most ``max_load``; ``existing`` pairs are kept (pinned). Returns a boolean
-    table. Raises :class:`AssignmentError` when the loads cannot be met.
+    reviewer at most ``max_load`` (one number, or one per reviewer: their quotas);
+    ``existing`` pairs are kept (pinned). Returns a boolean table. Raises
+    :class:`AssignmentError` when the loads cannot be met.
     """
     affinity = np.asarray(affinity, dtype=float)
     conflicts = np.asarray(conflicts, dtype=bool)
@@ -395,10 +397,11 @@ def assign_dense(affinity: np.ndarray, conflicts: np.ndarray, k: int, max_load: 
     if (fixed & conflicts).any():
         raise AssignmentError("an existing assignment is conflicted")
     need = np.minimum(k, (~conflicts).sum(axis=1))
-    if need.sum() > n_r * max_load:
+    capacity = int(np.broadcast_to(np.asarray(max_load), (n_r,)).sum())
+    if need.sum() > capacity:
         raise AssignmentError(
-            f"{int(need.sum())} reviews needed but {n_r} reviewers x load {max_load} "
-            f"= {n_r * max_load} available")
+            f"{int(need.sum())} reviews needed but the {n_r} reviewers' loads allow "
+            f"{capacity}")
     paper, reviewer = np.nonzero(~conflicts)
     problem = Problem.build(n_p, n_r, paper, reviewer, affinity[paper, reviewer], k=need,
                             max_load=max_load, pinned=fixed[paper, reviewer])

@@ -94,7 +94,8 @@ class Assignments(Service):
 
     def auto_assign(self, venue: m.Venue) -> int:
         """Fill every active submission up to ``reviews_per_paper`` reviewers, maximising bid
-        affinity, respecting conflicts and ``max_load``; returns the number of new pairs."""
+        affinity, respecting conflicts and each reviewer's load cap (:meth:`load_caps`);
+        returns the number of new pairs."""
         viewer = self.viewer(venue)
         bundles = [b for b in self.bundles(venue) if b.submission.status == "active"]
         for b in bundles:
@@ -118,7 +119,8 @@ class Assignments(Service):
                 if a.role == Role.REVIEWER and a.user_id in col:
                     fixed[i, col[a.user_id]] = True
         # loads count this venue only; existing assignments here are kept via `fixed`
-        x = assign_dense(aff, conf, venue.reviews_per_paper, venue.max_load, fixed)
+        caps = self.load_caps(venue, reviewers, fixed.sum(axis=0))
+        x = assign_dense(aff, conf, venue.reviews_per_paper, caps, fixed)
         new = 0
         for i, b in enumerate(bundles):
             for j in np.flatnonzero(x[i] & ~fixed[i]):
@@ -127,6 +129,41 @@ class Assignments(Service):
         self._audit(venue.id, "assign.auto", f"venue:{venue.id}", new=new)
         self._commit()
         return new
+
+    def load_caps(self, venue: m.Venue, user_ids: list[int],
+                  kept: np.ndarray | None = None) -> np.ndarray:
+        """The most papers each reviewer takes: their declared quota, at most the venue's
+        ``max_load`` (the venue's when they declared none), and never fewer than the
+        ``kept`` assignments they already hold (a quota lowered later removes none).
+
+        Parameters
+        ----------
+        venue : Venue
+            The venue (its ``max_load``).
+        user_ids : list of int
+            Reviewers, in the order of the returned caps.
+        kept : array of int, optional
+            Papers each reviewer keeps from the current assignment.
+
+        Returns
+        -------
+        numpy.ndarray
+            One cap per reviewer (integers).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> np.minimum(np.array([2, 6]), 6).tolist()  # a quota of 2, none declared
+        [2, 6]
+        """
+        quotas = dict(self.db.execute(select(m.Membership.user_id, m.Membership.quota).where(
+            m.Membership.venue_id == venue.id, m.Membership.role == Role.REVIEWER.value,
+            m.Membership.quota.is_not(None))).all()) if user_ids else {}
+        caps = np.array([min(venue.max_load, quotas.get(u, venue.max_load)) for u in user_ids],
+                        dtype=np.int64)
+        if kept is not None:
+            caps = np.maximum(caps, np.asarray(kept, dtype=np.int64))
+        return caps
 
     def add_reviewer_paper(self, title: str, abstract: str) -> m.ReviewerPaper:
         """Add one of the actor's past papers (its text feeds the affinity of assignments)."""
@@ -208,12 +245,16 @@ class Assignments(Service):
             if pc.user_id in col:
                 (pins if pc.kind == "pin" else forbids).add((rows[pc.submission_id],
                                                              col[pc.user_id]))
+        kept = np.zeros(len(users), dtype=np.int64)
+        for _, j in pins:
+            kept[j] += 1
+        caps = self.load_caps(venue, [u.id for u in users], kept)
         cand = candidates(texts, [docs[u.id] for u in users], top_k=top_k, bids=bids,
                           bid_weight=bid_weight, extra_pairs=sorted(pins), method=method)
         try:
             problem = Problem.build(
                 len(bundles), len(users), cand["paper"], cand["reviewer"], cand["score"],
-                k=venue.reviews_per_paper, min_load=min_load, max_load=venue.max_load,
+                k=venue.reviews_per_paper, min_load=np.minimum(min_load, caps), max_load=caps,
                 institution=self._institution_ids(list(users)), conflicts=conflicts,
                 forbidden=forbids, pins=pins)
         except AssignmentError as exc:

@@ -76,6 +76,9 @@ class Workbench(Service):
         reviewers = {u.id: u for u in self._reviewers(venue)}
         constraints = self._constraints(list(bundles.values()))
         current = set(_current_pairs(bundles.values()))
+        kept = Counter(uid for _, uid in current)
+        caps = dict(zip(reviewers, self.svc.assignments.load_caps(
+            venue, list(reviewers), [kept.get(u, 0) for u in reviewers]).tolist(), strict=True))
         pairs = proposal["pairs"]
         for p in pairs:
             key = (p["submission_id"], p["user_id"])
@@ -83,9 +86,9 @@ class Workbench(Service):
                            "pinned" if constraints.get(key) == "pin" else "new")
         return proposal | {
             "by_paper": _by_paper(pairs, bundles),
-            "loads": _loads(pairs, current, reviewers, venue.max_load),
+            "loads": _loads(pairs, current, reviewers, caps),
             "report": constraint_report(pairs, bundles, reviewers, constraints,
-                                        venue.reviews_per_paper, venue.max_load),
+                                        venue.reviews_per_paper, venue.max_load, caps),
             "compare": _compare(pairs, current),
         }
 
@@ -109,24 +112,26 @@ def _by_paper(pairs: list[dict], bundles: dict[int, Bundle]) -> list[dict]:
 
 
 def _loads(pairs: list[dict], current: set[tuple[int, int]], reviewers: dict[int, m.User],
-           max_load: int) -> list[dict]:
+           caps: dict[int, int]) -> list[dict]:
     proposed = Counter(p["user_id"] for p in pairs)
     now = Counter(uid for _, uid in current)
     return [{"user_id": uid, "name": u.name, "current": now.get(uid, 0),
-             "proposed": proposed.get(uid, 0), "max_load": max_load}
+             "proposed": proposed.get(uid, 0), "max_load": caps[uid]}
             for uid, u in sorted(reviewers.items(), key=lambda kv: kv[1].name)]
 
 
 def constraint_report(pairs: list[dict], bundles: dict[int, Bundle],
                       reviewers: dict[int, m.User], constraints: dict[tuple[int, int], str],
-                      k: int, max_load: int) -> list[dict]:
-    """Each rule of the venue checked on the proposed pairs: {rule, ok, detail}."""
+                      k: int, max_load: int, caps: dict[int, int] | None = None) -> list[dict]:
+    """Each rule of the venue checked on the proposed pairs: {rule, ok, detail}; ``caps``
+    are the reviewers' own loads (their quotas) where lower than ``max_load``."""
+    caps = caps or {}
     chosen = {(p["submission_id"], p["user_id"]) for p in pairs}
     per_paper = Counter(sid for sid, _ in chosen)
     loads = Counter(uid for _, uid in chosen)
     short = sorted(bundles[sid].submission.number for sid in bundles if per_paper[sid] != k)
     over = sorted(reviewers[uid].name for uid, n in loads.items()
-                  if n > max_load and uid in reviewers)
+                  if n > caps.get(uid, max_load) and uid in reviewers)
     conflicted = sorted(bundles[sid].submission.number for sid, uid in chosen
                         if sid in bundles and (uid in bundles[sid].conflict_user_ids
                                                or uid in bundles[sid].author_user_ids()))
@@ -138,7 +143,8 @@ def constraint_report(pairs: list[dict], bundles: dict[int, Bundle],
         chosen, reviewers).items() if n and sid in bundles)
     return [
         _rule(f"every paper has {k} reviewers", short, "short or over: #"),
-        _rule(f"no reviewer above the maximum load ({max_load})", over, "over: "),
+        _rule(f"no reviewer above the maximum load ({max_load}) or their quota", over,
+              "over: "),
         _rule("no conflicted reviewer", conflicted, "conflicted pairs on #"),
         _rule("no forbidden pair", forbidden, "forbidden pairs proposed: "),
         _rule("every pinned pair kept", missing_pins, "pins left out: "),
