@@ -497,3 +497,28 @@ def test_a_members_quota_caps_their_load_in_the_assignment_solver(db, settings):
     base.as_user(revs[1]).set_my_quota(venue, 0)
     assert chair.assignments.load_caps(venue, [revs[1].id], [got[revs[1].id]]).tolist() == [
         got[revs[1].id]]
+
+
+def test_auto_assign_as_a_job_with_prefer_respond_async(client, db, settings):
+    venue = populate_venue(db, settings, "aj", Phase.BIDDING, n_papers=2)
+    service_chair = ReviewService(db, settings).as_user(_user(db, CAST.chair))
+    service_chair.advance_phase(venue)  # assignment
+    chair, reviewer = _token(db, settings, CAST.chair), _token(db, settings, CAST.reviewers[0])
+    async_ = {"Prefer": "respond-async"}
+    assert client.post("/api/v1/venues/aj/auto-assign",
+                       headers=reviewer | async_).status_code == 403
+    r = client.post("/api/v1/venues/aj/auto-assign", headers=chair | async_)
+    assert r.status_code == 202, r.text
+    job_id = r.json()["job_id"]
+    st = client.get(f"/api/v1/jobs/{job_id}", headers=chair).json()
+    assert st["status"] == "queued" and st["kind"] == "assign.auto"
+    assert db.scalar(select(m.Assignment).where(m.Assignment.role == "reviewer")) is None
+    run_due_jobs(make_sessionmaker(db.get_bind()), settings)
+    st = client.get(f"/api/v1/jobs/{job_id}", headers=chair).json()
+    db.expire_all()
+    n = len(db.scalars(select(m.Assignment).where(m.Assignment.role == "reviewer")).all())
+    assert st["status"] == "done" and st["progress"] == 1.0
+    assert st["result"] == {"new_assignments": n} and n == 2 * venue.reviews_per_paper
+    # without the header: the synchronous answer, as before (nothing left to fill)
+    r = client.post("/api/v1/venues/aj/auto-assign", headers=chair)
+    assert r.status_code == 200 and r.json() == {"new_assignments": 0}

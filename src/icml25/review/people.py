@@ -431,6 +431,15 @@ def _venue_conflicts(run: JobRun) -> dict:
     return svc.recompute_venue_conflicts(run.payload["venue_id"], run)
 
 
+@job_kind("assign.auto")
+def _auto_assign(run: JobRun) -> dict:
+    from icml25.review import models as m
+
+    svc = _service(run, run.payload.get("actor_id"))
+    run.progress(0, 1)
+    return {"new_assignments": svc.auto_assign(run.db.get(m.Venue, run.payload["venue_id"]))}
+
+
 @job_kind("mail.bulk")
 def _bulk_mail(run: JobRun) -> dict:
     svc = _service(run, run.payload.get("actor_id"))

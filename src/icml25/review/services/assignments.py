@@ -130,11 +130,28 @@ class Assignments(Service):
         self._commit()
         return new
 
+    def start_auto_assign(self, venue: m.Venue) -> int:
+        """Run :meth:`auto_assign` as an ``assign.auto`` job (chairs); returns its id.
+
+        The job's ``result`` is ``{"new_assignments": n}``; an infeasible venue fails it with
+        the solver's message in ``last_error``. A rerun after a worker died adds nothing
+        twice: existing assignments are kept and only the missing ones are filled.
+        """
+        from icml25.review.jobs import enqueue
+
+        self.check_assignment(venue)
+        job = enqueue(self.db, "assign.auto", {"venue_id": venue.id, "actor_id": self.actor.id},
+                      venue_id=venue.id, created_by=self.actor.id, max_attempts=2)
+        self._audit(venue.id, "assign.auto_queued", f"venue:{venue.id}")
+        self._commit()
+        return job.id
+
     def load_caps(self, venue: m.Venue, user_ids: list[int],
                   kept: np.ndarray | None = None) -> np.ndarray:
         """The most papers each reviewer takes: their declared quota, at most the venue's
-        ``max_load`` (the venue's when they declared none), and never fewer than the
-        ``kept`` assignments they already hold (a quota lowered later removes none).
+        ``max_load`` (the venue's when they declared none); a quota lowered below the
+        ``kept`` assignments they already hold removes none (the venue's maximum still
+        binds, as without quotas).
 
         Parameters
         ----------
@@ -162,7 +179,7 @@ class Assignments(Service):
         caps = np.array([min(venue.max_load, quotas.get(u, venue.max_load)) for u in user_ids],
                         dtype=np.int64)
         if kept is not None:
-            caps = np.maximum(caps, np.asarray(kept, dtype=np.int64))
+            caps = np.minimum(venue.max_load, np.maximum(caps, np.asarray(kept, dtype=np.int64)))
         return caps
 
     def add_reviewer_paper(self, title: str, abstract: str) -> m.ReviewerPaper:

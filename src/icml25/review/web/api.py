@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Header, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
@@ -119,10 +119,13 @@ def api(settings, maker) -> FastAPI:  # noqa: ANN001
         s.set_timeline(v, body)
         return sc.TimelineOut(timeline=json.loads(v.timeline))
 
-    @app.post("/venues/{slug}/auto-assign", summary="Optimal reviewer assignment (chairs)",
+    @app.post("/venues/{slug}/auto-assign", summary="Optimal reviewer assignment (chairs); "
+              "with 'Prefer: respond-async' a job: 202 with its job_id",
               response_model=sc.NewAssignmentsOut)
     @one_hop
-    def auto(s: S, slug: str) -> sc.NewAssignmentsOut:
+    def auto(s: S, slug: str, prefer: Annotated[str, Header()] = "") -> Any:
+        if "respond-async" in prefer.lower():  # RFC 7240: the solve runs on a worker
+            return JSONResponse({"job_id": s.start_auto_assign(s.venue(slug))}, status_code=202)
         return sc.NewAssignmentsOut(new_assignments=s.auto_assign(s.venue(slug)))
 
     @app.post("/venues/{slug}/submissions", status_code=201, summary="Create a submission",
