@@ -264,8 +264,13 @@ def test_further_addresses_verify_and_log_in(client, db, settings, sink):
     me = _token(db, settings, email)
     r = client.post("/api/v1/me/emails", headers=me, json={"email": "second@home.example"})
     assert r.status_code == 201
+    # another account's address: the same answer as a free one (no account enumeration), the
+    # address stays with its owner, who is told of the attempt
+    taken = client.post("/api/v1/me/emails", headers=me, json={"email": CAST.chair})
+    assert taken.status_code == 201
+    assert taken.json() == {"email": CAST.chair, "primary": False, "verified": False}
     assert client.post("/api/v1/me/emails", headers=me,
-                       json={"email": CAST.chair}).status_code == 400
+                       json={"email": email}).status_code == 400  # one's own: said plainly
     r = client.post("/login", data={"email": "second@home.example",
                                     "password": DEMO_PASSWORD})
     _run(db, settings)
@@ -274,6 +279,9 @@ def test_further_addresses_verify_and_log_in(client, db, settings, sink):
     assert client.get(f"/verify-email?token={token}").status_code == 200
     rows = client.get("/api/v1/me/emails", headers=me).json()
     assert rows[1] == {"email": "second@home.example", "primary": False, "verified": True}
+    assert CAST.chair not in {r["email"] for r in rows}
+    assert any(msg["to"] == CAST.chair and "tried to add this address" in msg["subject"]
+               for msg in sink.messages)
     web_login(client, "second@home.example", DEMO_PASSWORD)  # log in with any
     assert client.put("/api/v1/me/emails/primary", headers=me,
                       json={"email": "second@home.example"}).status_code == 200

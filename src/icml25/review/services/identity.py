@@ -117,11 +117,20 @@ class Identity(Service):
         email = (email or "").strip().lower()
         if not EMAIL_RE.match(email):
             raise ServiceError("please give a valid e-mail address")
-        taken = self.db.scalar(select(m.User.id).where(m.User.email == email)) or \
+        owner = self.db.scalar(select(m.User.id).where(m.User.email == email)) or \
             self.db.scalar(select(m.UserEmail.user_id).where(m.UserEmail.email == email))
-        if taken:
-            raise ServiceError("this address cannot be added (it belongs to an account "
-                               "already)")
+        if owner == user.id:
+            raise ServiceError("this address is already on your account")
+        if owner:
+            # the same answer as for a free address: whether an address has an account is never
+            # told; its owner learns of the attempt instead
+            self._mail(None, email, "Somebody tried to add this address to their account",
+                       "An account on this platform tried to add this address. Nothing was "
+                       "changed: the address stays with your account. If it was you, log in "
+                       "with this address instead.")
+            self._audit(None, "email.add_refused", f"user:{user.id}")
+            self._commit()
+            return {"email": email, "primary": False, "verified": False}
         n = self.db.scalar(select(func.count()).select_from(m.UserEmail).where(
             m.UserEmail.user_id == user.id)) or 0
         if n >= 10:
