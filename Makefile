@@ -8,9 +8,11 @@ reproduce:  ## set up, then run every headline experiment at quick scale -> resu
 	ICML25_VENV=$(VENV) scripts/setup-env.sh $(MAIN_EXTRAS)
 	$(VENV)/bin/icml25 reproduce --quick
 
-test:  ## set up with the test extras, then run the default (fast) test suite
+TEST_JOBS ?= auto
+
+test:  ## set up with the test extras, then run the default (fast) test suite on every core
 	ICML25_VENV=$(VENV) scripts/setup-env.sh $(TEST_EXTRAS)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n $(TEST_JOBS)
 
 lint:
 	ICML25_VENV=$(VENV) scripts/setup-env.sh $(TEST_EXTRAS)
