@@ -121,6 +121,35 @@ def test_docstring_example_runs(test, monkeypatch, tmp_path):
     assert result.failed == 0, "".join(report)
 
 
+#: rooms whose every public function/class docstring is complete (numpydoc)
+COMPLETE_DOCSTRING_ROOMS = ["royalties"]
+
+
+def _takes_parameters(obj) -> bool:
+    target = obj.__init__ if inspect.isclass(obj) else obj
+    try:
+        params = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if inspect.isclass(obj):
+        params = params[1:]  # self
+    return bool(params) and not (inspect.isclass(obj) and target is object.__init__)
+
+
+@pytest.mark.parametrize("room", COMPLETE_DOCSTRING_ROOMS)
+def test_complete_rooms_have_parameters_and_examples(room):
+    module = _room(room)
+    lacking = []
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            continue
+        doc = inspect.getdoc(obj) or ""
+        if "Examples" not in doc or (_takes_parameters(obj) and "Parameters" not in doc):
+            lacking.append(name)
+    assert not lacking, f"icml25.{room}: incomplete docstrings: {lacking}"
+
+
 # --------------------------------------------------------------------------- guides
 GUIDES = ["conformal", "worstoff", "royalties", "missing_score", "collab", "nn", "reproduce",
           "index", "install"]

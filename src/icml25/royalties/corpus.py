@@ -73,7 +73,31 @@ DEFAULT_HOLDERS = [("astronomy", "plain"), ("cooking", "exclaim"), ("sailing", "
 
 @dataclasses.dataclass(frozen=True)
 class HolderStyle:
-    """How one synthetic holder writes: a topic, a style and how often it uses topic words."""
+    """How one synthetic holder writes: a topic, a style and how often it uses topic words.
+
+    Parameters
+    ----------
+    name : str
+        The holder's name.
+    topic : str
+        One of the built-in topics (``"astronomy"``, ``"cooking"``, ``"sailing"``, ``"law"``,
+        ``"gardening"``, ``"music"``, ``"chess"``, ``"medicine"``).
+    style : str
+        One of the built-in styles (``"plain"``, ``"exclaim"``, ``"query"``, ``"legalese"``,
+        ``"whisper"``, ``"verse"``, ``"shout"``, ``"bullet"``).
+    topical : float, default=0.8
+        Probability that a content word comes from the topic rather than generic words.
+
+    Raises
+    ------
+    RoyaltyInputError
+        For an unknown topic or style.
+
+    Examples
+    --------
+    >>> HolderStyle("ann", "chess", "shout").topical
+    0.8
+    """
 
     name: str
     topic: str
@@ -90,7 +114,28 @@ class HolderStyle:
 
 
 def default_holders(n: int = 8) -> list[HolderStyle]:
-    """``n`` holders cycling through topics and styles so no two share both (n <= 64)."""
+    """``n`` holders cycling through topics and styles so no two share both (n <= 64).
+
+    Parameters
+    ----------
+    n : int, default=8
+        Number of holders, 1 to 64.
+
+    Returns
+    -------
+    list of HolderStyle
+        Holders named ``h01-<topic>-<style>``, ``h02-...``.
+
+    Raises
+    ------
+    RoyaltyInputError
+        If ``n`` is outside 1..64.
+
+    Examples
+    --------
+    >>> [h.name for h in default_holders(2)]
+    ['h01-astronomy-plain', 'h02-cooking-exclaim']
+    """
     if not 1 <= n <= 64:
         raise RoyaltyInputError(f"the generator offers 1..64 distinct holders, got {n}")
     topics, styles = list(TOPICS), list(STYLES)
@@ -137,7 +182,25 @@ def text(rng: np.random.Generator, holder: HolderStyle | None, n_sentences: int)
 
 @dataclasses.dataclass
 class Scenario:
-    """Holder corpora (name -> documents), a public baseline, and labelled artifacts."""
+    """Holder corpora (name -> documents), a public baseline, and labelled artifacts.
+
+    Parameters
+    ----------
+    corpora : dict of str to list of str
+        Each holder's documents.
+    baseline : list of str
+        Public baseline documents.
+    artifacts : dict of str to str
+        Artifact id -> artifact text.
+    imitates : dict of str to str
+        Artifact id -> name of the holder it imitates.
+
+    Examples
+    --------
+    >>> sc = Scenario({"ann": ["a b"]}, ["c"], {"art-1": "a b"}, {"art-1": "ann"})
+    >>> sc.imitates["art-1"]
+    'ann'
+    """
 
     corpora: dict[str, list[str]]
     baseline: list[str]
@@ -151,7 +214,48 @@ def make_scenario(seed: int | np.random.Generator | None = 0, *, n_holders: int 
                   artifacts_per_holder: int = 2, sentences_per_artifact: int = 4,
                   imitation: float = 1.0) -> Scenario:
     """Generate corpora, a baseline and artifacts; ``imitation`` is the fraction of an
-    artifact's sentences written in the imitated holder's voice (the rest are baseline)."""
+    artifact's sentences written in the imitated holder's voice (the rest are baseline).
+
+    Parameters
+    ----------
+    seed : int, Generator or None, default=0
+        Seeds the generator (same seed, same scenario).
+    n_holders : int, default=8
+        Number of holders when ``holders`` is None (see :func:`default_holders`).
+    holders : list of HolderStyle or None, default=None
+        The holders to generate; None uses ``default_holders(n_holders)``.
+    docs_per_holder : int, default=8
+        Documents per holder.
+    sentences_per_doc : int, default=20
+        Sentences per document (holder and baseline).
+    baseline_docs : int, default=16
+        Baseline documents.
+    artifacts_per_holder : int, default=2
+        Artifacts imitating each holder.
+    sentences_per_artifact : int, default=4
+        Sentences per artifact.
+    imitation : float, default=1.0
+        Probability, per artifact sentence, of the imitated holder's voice.
+
+    Returns
+    -------
+    Scenario
+        Corpora, baseline, artifacts (ids ``art-<holder>-<k>``) and their labels.
+
+    Raises
+    ------
+    RoyaltyInputError
+        If ``imitation`` is outside [0, 1] or ``n_holders`` outside 1..64.
+
+    Examples
+    --------
+    >>> sc = make_scenario(0, n_holders=2, docs_per_holder=1, sentences_per_doc=2,
+    ...                    baseline_docs=1, artifacts_per_holder=1)
+    >>> sorted(sc.corpora), len(sc.artifacts)
+    (['h01-astronomy-plain', 'h02-cooking-exclaim'], 2)
+    >>> sc.imitates["art-h01-astronomy-plain-1"]
+    'h01-astronomy-plain'
+    """
     if not 0.0 <= imitation <= 1.0:
         raise RoyaltyInputError(f"imitation must be in [0, 1], got {imitation}")
     rng = make_rng(seed)

@@ -34,7 +34,33 @@ _CHUNK_CELLS = 4_000_000  # coalitions x statistics evaluated at once (bounds me
 
 
 def tokenize(text: str, tokenizer: str) -> list[str]:
-    """Split ``text`` into characters (whitespace runs become one space) or lower-cased words."""
+    """Split ``text`` into characters (whitespace runs become one space) or lower-cased words.
+
+    Parameters
+    ----------
+    text : str
+        The text to split.
+    tokenizer : {"char", "word"}
+        ``"char"``: one token per character after collapsing whitespace; ``"word"``: lower-cased
+        word runs and single punctuation marks.
+
+    Returns
+    -------
+    list of str
+        The tokens.
+
+    Raises
+    ------
+    RoyaltyInputError
+        For an unknown ``tokenizer``.
+
+    Examples
+    --------
+    >>> tokenize("Hi,  you!", "word")
+    ['hi', ',', 'you', '!']
+    >>> tokenize("a  b", "char")
+    ['a', ' ', 'b']
+    """
     if tokenizer == "char":
         return list(" ".join(text.split()))
     if tokenizer == "word":

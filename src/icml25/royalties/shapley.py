@@ -36,6 +36,36 @@ class ShapleyResult(JsonRecord):
 
     ``values`` and ``std_errors`` are float arrays of shape (n_players,), like ``shares()``;
     lists given to the constructor are converted (``.tolist()`` gives the old list form).
+
+    Parameters
+    ----------
+    players : list of str
+        Holder names, in the order of ``values``.
+    values : array-like of shape (n_players,)
+        Shapley (or Owen) values.
+    std_errors : array-like of shape (n_players,)
+        Standard errors of ``values`` (all 0 when exact).
+    method : str
+        ``"exact"``, ``"antithetic"`` or ``"permutation"``.
+    grand_value : float
+        v(all) - v(none), which the values sum to (efficiency).
+    n_evaluations : int
+        Coalitions evaluated by the utility.
+    n_permutations : int, default=0
+        Orderings sampled (0 when exact).
+    converged : bool, default=True
+        False when sampling stopped at ``max_permutations`` before reaching the target.
+    se_target : float, default=0.0
+        The standard-error target of the sampler.
+    groups : list of list of str or None, default=None
+        The ownership groups used (Owen values), or None.
+
+    Examples
+    --------
+    >>> res = ShapleyResult(players=["a", "b"], values=[3.0, 1.0], std_errors=[0.0, 0.0],
+    ...                     method="exact", grand_value=4.0, n_evaluations=4)
+    >>> res.shares().tolist(), res.as_dict()
+    ([0.75, 0.25], {'a': 3.0, 'b': 1.0})
     """
 
     players: list[str]
@@ -110,7 +140,23 @@ def royalty_shares(values) -> tuple[np.ndarray, bool]:
 
 # --------------------------------------------------------------------------------- exact
 def coalition_matrix(n: int) -> np.ndarray:
-    """All 2^n coalitions as a boolean matrix; row r contains player i iff bit i of r is set."""
+    """All 2^n coalitions as a boolean matrix; row r contains player i iff bit i of r is set.
+
+    Parameters
+    ----------
+    n : int
+        Number of players.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (2**n, n)
+        Row ``r`` is the coalition whose bitmask is ``r`` (row 0 empty, last row everyone).
+
+    Examples
+    --------
+    >>> coalition_matrix(2).astype(int).tolist()
+    [[0, 0], [1, 0], [0, 1], [1, 1]]
+    """
     rows = np.arange(2**n, dtype=np.int64)
     return ((rows[:, None] >> np.arange(n, dtype=np.int64)) & 1).astype(bool)
 
@@ -121,7 +167,29 @@ def _size_weights(n: int) -> np.ndarray:
 
 
 def shapley_from_table(values: np.ndarray) -> np.ndarray:
-    """Exact Shapley values from v over all 2^n coalitions (indexed by bitmask)."""
+    """Exact Shapley values from v over all 2^n coalitions (indexed by bitmask).
+
+    Parameters
+    ----------
+    values : array-like of shape (2**n,)
+        ``values[r]`` is v of the coalition with bitmask ``r`` (the order of
+        :func:`coalition_matrix`).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,)
+        The Shapley value of each player.
+
+    Raises
+    ------
+    RoyaltyInputError
+        If the length of ``values`` is not a power of two of at least 2.
+
+    Examples
+    --------
+    >>> shapley_from_table([0.0, 2.0, 1.0, 4.0]).tolist()
+    [2.5, 1.5]
+    """
     values = np.asarray(values, dtype=np.float64)
     n = int(round(math.log2(len(values)))) if len(values) else -1
     if n < 1 or len(values) != 2**n:
@@ -146,7 +214,27 @@ def _unions(masks: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def owen_from_table(values: np.ndarray, groups: Sequence[Sequence[int]]) -> np.ndarray:
-    """Exact Owen values (Shapley between groups, then within each group) from a 2^n table."""
+    """Exact Owen values (Shapley between groups, then within each group) from a 2^n table.
+
+    Parameters
+    ----------
+    values : array-like of shape (2**n,)
+        v of every coalition, indexed by bitmask as in :func:`shapley_from_table`.
+    groups : sequence of sequences of int
+        A partition of the player indices ``0..n-1`` into ownership groups.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,)
+        The Owen value of each player; each group's total is the Shapley value of the game
+        between groups.
+
+    Examples
+    --------
+    >>> table = [0.0, 1.0, 1.0, 2.0, 1.0, 2.0, 2.0, 3.0]  # v(S) = |S|, three players
+    >>> owen_from_table(table, [[0, 1], [2]]).tolist()
+    [1.0, 1.0, 1.0]
+    """
     values = np.asarray(values, dtype=np.float64)
     n = int(round(math.log2(len(values))))
     group_masks = [sum(1 << i for i in g) for g in groups]
@@ -225,6 +313,47 @@ def sampled_shapley(utility: CoalitionUtility, *, seed: int | np.random.Generato
     ``max_permutations`` (then ``converged`` is False). Orderings are evaluated in batches of
     ``batch_permutations`` (even numbers when antithetic, so a count may round up by one);
     coalitions are cached, so repeats cost nothing.
+
+    Parameters
+    ----------
+    utility : CoalitionUtility
+        The coalition utility v(S); wrapped in a :class:`CachedUtility` unless it is one.
+    seed : int, Generator or None, default=0
+        Seeds the orderings.
+    antithetic : bool, default=True
+        Pair each ordering with its reverse (one sample is the pair average).
+    groups : sequence of sequences of str or None, default=None
+        Ownership groups: orderings keep each group together (Owen values).
+    se_tol : float or None, default=None
+        Absolute standard-error target; None uses ``rel_se_tol * |v(all) - v(none)|``.
+    rel_se_tol : float, default=0.01
+        Relative standard-error target when ``se_tol`` is None.
+    min_permutations : int, default=40
+        Orderings drawn before the stopping rule is checked.
+    max_permutations : int, default=4000
+        Orderings drawn at most.
+    batch_permutations : int, default=20
+        Orderings evaluated per batch call.
+
+    Returns
+    -------
+    ShapleyResult
+        Mean marginal contributions, their standard errors, ``n_permutations``,
+        ``converged`` and ``se_target``.
+
+    Raises
+    ------
+    RoyaltyInputError
+        If a permutation count is not an integer >= 2, ``max_permutations`` is below
+        ``min_permutations``, a tolerance is not positive, or groups name unknown holders.
+
+    Examples
+    --------
+    >>> from icml25.royalties import FunctionUtility
+    >>> u = FunctionUtility(["ann", "bob", "cy"], lambda s: float(len(s)))
+    >>> res = sampled_shapley(u, seed=0)
+    >>> res.values.tolist(), res.converged, res.method
+    ([1.0, 1.0, 1.0], True, 'antithetic')
     """
     players = list(utility.players)
     n = len(players)

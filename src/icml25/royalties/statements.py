@@ -53,7 +53,34 @@ DEFAULT_MIN_EVIDENCE = 0.1  # nats per token of the artifact (see the module doc
 
 def parse_pool(value) -> int:
     """A royalty pool as integer cents; a clear error unless it is a positive amount with at
-    most two decimals (``"1250.50"``, ``1250``, ``Decimal("0.01")``)."""
+    most two decimals (``"1250.50"``, ``1250``, ``Decimal("0.01")``).
+
+    Parameters
+    ----------
+    value : str, int, float or Decimal
+        The amount in major units; underscores and surrounding spaces are allowed.
+
+    Returns
+    -------
+    int
+        The amount in cents.
+
+    Raises
+    ------
+    RoyaltyInputError
+        If ``value`` is not a positive finite amount, has more than two decimals, or exceeds
+        10**15.
+
+    Examples
+    --------
+    >>> parse_pool("1_250.50")
+    125050
+    >>> try:
+    ...     parse_pool("0.001")
+    ... except RoyaltyInputError as err:
+    ...     print(err)
+    the pool '0.001' has more than two decimals
+    """
     if isinstance(value, bool) or value is None:
         raise RoyaltyInputError(f"the pool must be a positive amount, got {value!r}")
     try:
@@ -77,7 +104,30 @@ def format_cents(cents: int) -> str:
 
 def allocate(total: int, weights: Sequence[float]) -> list[int]:
     """Split ``total`` minor units in proportion to ``weights`` (largest remainder, ties to the
-    earlier entry); the parts are non-negative integers that sum to ``total``."""
+    earlier entry); the parts are non-negative integers that sum to ``total``.
+
+    Parameters
+    ----------
+    total : int
+        Minor units (cents) to split.
+    weights : sequence of float
+        Non-negative weights with a positive sum.
+
+    Returns
+    -------
+    list of int
+        One part per weight, summing to ``total``.
+
+    Raises
+    ------
+    RoyaltyInputError
+        If ``weights`` is empty, negative, non-finite or sums to zero.
+
+    Examples
+    --------
+    >>> allocate(100, [1, 1, 1])
+    [34, 33, 33]
+    """
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 1 or len(w) == 0 or (w < 0).any() or not np.isfinite(w).all() or w.sum() <= 0:
         raise RoyaltyInputError("allocation weights must be non-negative with a positive sum")
@@ -112,7 +162,36 @@ class ArtifactLine(JsonRecord):
 
 @dataclasses.dataclass
 class RoyaltyStatement(JsonRecord):
-    """A period's statement: per-artifact splits, per-holder totals and the audit record."""
+    """A period's statement: per-artifact splits, per-holder totals and the audit record.
+
+    Parameters
+    ----------
+    period : str
+        Label of the period (e.g. ``"2025-Q1"``).
+    currency : str
+        Currency label.
+    pool_cents : int
+        The period's pool in cents.
+    holders : list of str
+        Holder names, sorted.
+    artifacts : list of ArtifactLine
+        One line per artifact: amount, Shapley values, shares and cents per holder.
+    holder_totals_cents : list of int
+        Total cents per holder.
+    unallocated_cents : int
+        Cents paid to no holder (held-back cents included).
+    audit : dict
+        Model, valuation, evidence and money settings, input hashes and software versions.
+    held_back_cents : int, default=0
+        The part of ``unallocated_cents`` held back for lack of evidence.
+
+    Examples
+    --------
+    >>> st = compute_statement({"ann": "the cat sat", "bob": "a dog ran"},
+    ...                        {"a1": "the cat sat"}, "10.00", order=2, tokenizer="word")
+    >>> st.holders, st.holder_total("ann") + st.holder_total("bob") + st.unallocated_cents
+    (['ann', 'bob'], 1000)
+    """
 
     period: str
     currency: str
@@ -152,6 +231,64 @@ def compute_statement(corpora: Mapping[str, str | Sequence[str]], artifacts: Map
     value per token for which a holder is paid on an artifact; the cents of holders below it
     are held back (:func:`evidence_mask`). ``progress=None`` shows a progress bar over
     artifacts on an interactive terminal.
+
+    Parameters
+    ----------
+    corpora : mapping of str to str or sequence of str
+        Holder -> corpus (one text or a list of documents).
+    artifacts : mapping of str to str
+        Artifact id -> text (at least one).
+    pool : str, int, float or Decimal
+        The period's pool (see :func:`parse_pool`).
+    baseline : str, sequence of str or None, default=None
+        Public baseline corpus of the language model.
+    period : str, default=""
+        Period label.
+    currency : str, default=""
+        Currency label.
+    weights : mapping of str to float or None, default=None
+        Weight of each artifact in the pool split; None splits equally.
+    order : int, default=5
+        n-gram order.
+    tokenizer : {"char", "word"}, default="char"
+        Tokenizer of the language model.
+    discount : float, default=0.75
+        Kneser–Ney discount.
+    method : {"auto", "exact", "sampled"}, default="auto"
+        Shapley method (see :func:`shapley_values`).
+    exact_limit : int, default=15
+        Largest number of holders valued exactly under ``"auto"``.
+    groups : sequence of sequences of str or None, default=None
+        Ownership groups (Owen values).
+    seed : int, default=0
+        Non-negative seed; each artifact gets its own stream.
+    rel_se_tol : float, default=0.01
+        Relative standard-error target of the sampler.
+    max_permutations : int, default=4000
+        Orderings the sampler draws at most.
+    min_evidence : float, default=0.1
+        Smallest Shapley value per artifact token for a holder to be paid.
+    progress : bool or None, default=False
+        Show a progress bar (None: only on an interactive terminal).
+
+    Returns
+    -------
+    RoyaltyStatement
+        The statement; cents add up to the pool exactly.
+
+    Raises
+    ------
+    RoyaltyInputError
+        For a bad pool, no artifacts, a negative or non-integer seed, bad weights, a bad
+        ``min_evidence``, or bad corpora or model parameters.
+
+    Examples
+    --------
+    >>> st = compute_statement({"ann": "the cat sat", "bob": "a dog ran"},
+    ...                        {"a1": "the cat sat", "a2": "a dog ran"}, "10.00",
+    ...                        order=2, tokenizer="word")
+    >>> st.pool_cents, st.holder_totals_cents, st.unallocated_cents
+    (1000, [500, 500], 0)
     """
     pool_cents = parse_pool(pool)
     min_evidence = _check_min_evidence(min_evidence)
@@ -312,7 +449,27 @@ def _safe(name: str) -> str:
 
 
 def statement_files(st: RoyaltyStatement) -> dict[str, str]:
-    """Every output file of a statement as ``{relative path: text}`` (deterministic)."""
+    """Every output file of a statement as ``{relative path: text}`` (deterministic).
+
+    Parameters
+    ----------
+    st : RoyaltyStatement
+        The statement.
+
+    Returns
+    -------
+    dict of str to str
+        ``statement.json``, ``audit.json``, ``summary.csv`` and, per holder,
+        ``holders/<name>.csv`` and ``holders/<name>.json``.
+
+    Examples
+    --------
+    >>> st = compute_statement({"ann": "the cat sat", "bob": "a dog ran"},
+    ...                        {"a1": "the cat sat"}, "10.00", order=2, tokenizer="word")
+    >>> sorted(statement_files(st))
+    ['audit.json', 'holders/ann.csv', 'holders/ann.json', 'holders/bob.csv',
+     'holders/bob.json', 'statement.json', 'summary.csv']
+    """
     files = {"statement.json": json.dumps(st.to_dict(), indent=2) + "\n",
              "audit.json": json.dumps(st.audit, indent=2) + "\n"}
     summary = [["holder", "total", "currency", "period"]]

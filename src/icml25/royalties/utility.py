@@ -19,7 +19,38 @@ from icml25.royalties.ngram import KneserNeyCoalitionLM
 
 @runtime_checkable
 class CoalitionUtility(Protocol):
-    """What the Shapley routines need: player names and a batch value function."""
+    """What the Shapley routines need: player names and a batch value function.
+
+    Any object with a ``players`` list and a ``__call__`` that maps a boolean coalition
+    matrix to one value per row satisfies this protocol (it is ``runtime_checkable``).
+
+    Parameters
+    ----------
+    coalitions : numpy.ndarray of bool, shape (k, n_players)
+        Argument of ``__call__``: one row per coalition, ``True`` where the player is in it.
+
+    Attributes
+    ----------
+    players : list of str
+        Player (holder) names, one per column of ``coalitions``.
+
+    Returns
+    -------
+    numpy.ndarray of float, shape (k,)
+        What ``__call__`` returns: the value v(S) of each coalition.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class Size:
+    ...     players = ["a", "b"]
+    ...     def __call__(self, coalitions):
+    ...         return np.asarray(coalitions).sum(axis=1).astype(float)
+    >>> isinstance(Size(), CoalitionUtility)
+    True
+    >>> Size()(np.array([[True, True]])).tolist()
+    [2.0]
+    """
 
     players: list[str]
 
@@ -45,9 +76,37 @@ def check_coalitions(coalitions, n_players: int) -> np.ndarray:
 class FunctionUtility:
     """Wrap ``fn(members: frozenset[str]) -> float`` (e.g. fine-tune on S, score the artifact).
 
-    ``fn`` is called once per distinct coalition it is asked about; pair it with
+    ``fn`` is called once per row of each batch it is asked about; pair it with
     :class:`CachedUtility` so no coalition is ever evaluated twice.
 
+    Parameters
+    ----------
+    players : sequence of str
+        Unique player names, one per coalition column.
+    fn : callable
+        ``fn(members) -> float`` where ``members`` is the frozenset of player names in the
+        coalition; it must return a finite number.
+
+    Attributes
+    ----------
+    players : list of str
+        The player names, as strings.
+    fn : callable
+        The wrapped function.
+
+    Returns
+    -------
+    numpy.ndarray of float, shape (k,)
+        Calling the instance on a (k, n_players) boolean matrix gives one value per row.
+
+    Raises
+    ------
+    RoyaltyInputError
+        If ``players`` is empty or has duplicates, if the coalition matrix has the wrong
+        shape or non-0/1 entries, or if ``fn`` returns a non-finite value.
+
+    Examples
+    --------
     >>> u = FunctionUtility(["a", "b"], lambda s: float(len(s)))
     >>> u(np.array([[True, True], [False, True]])).tolist()
     [2.0, 1.0]
@@ -75,6 +134,42 @@ class CachedUtility:
 
     ``n_evaluations`` counts coalitions handed to the wrapped utility; ``n_requests`` counts
     coalitions asked for. Within one call, unseen coalitions are evaluated in a single batch.
+
+    Parameters
+    ----------
+    utility : CoalitionUtility
+        The utility to memoise; a :class:`CachedUtility` is unwrapped, not nested.
+
+    Attributes
+    ----------
+    utility : CoalitionUtility
+        The wrapped utility.
+    players : list of str
+        The wrapped utility's player names.
+    n_evaluations : int
+        Coalitions actually evaluated by the wrapped utility.
+    n_requests : int
+        Coalitions asked for, cached or not.
+
+    Returns
+    -------
+    numpy.ndarray of float, shape (k,)
+        Calling the instance on a (k, n_players) boolean matrix gives one value per row.
+
+    Raises
+    ------
+    RoyaltyInputError
+        If the coalition matrix is malformed, or the wrapped utility returns the wrong number
+        of values or a non-finite one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u = CachedUtility(FunctionUtility(["a", "b"], lambda s: float(len(s))))
+    >>> u(np.array([[1, 0], [1, 0], [1, 1]])).tolist()
+    [1.0, 1.0, 2.0]
+    >>> u.n_requests, u.n_evaluations, len(u)
+    (3, 2, 2)
     """
 
     def __init__(self, utility: CoalitionUtility):
@@ -115,6 +210,40 @@ class NgramLogRatioUtility:
 
     p_S is the Kneser–Ney model of the baseline plus S's summed counts; v(∅) = 0. Several
     artifacts give the sum of their log-ratios (the utility of a batch of artifacts).
+
+    Parameters
+    ----------
+    lm : KneserNeyCoalitionLM
+        A fitted coalition language model; its holders are the players.
+    artifacts : str or sequence of str
+        The artifact text(s) whose likelihood gain is measured.
+
+    Attributes
+    ----------
+    players : list of str
+        The holders of ``lm``, in order.
+
+    Returns
+    -------
+    numpy.ndarray of float, shape (k,)
+        Calling the instance on a (k, n_players) boolean matrix gives v(S) per row (nats).
+
+    Raises
+    ------
+    RoyaltyInputError
+        If ``artifacts`` is empty or the coalition matrix is malformed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lm = KneserNeyCoalitionLM(order=2).fit({"ann": "the cat sat", "bob": "a dog ran"},
+    ...                                        baseline="the end")
+    >>> u = NgramLogRatioUtility(lm, "the cat sat")
+    >>> u.players
+    ['ann', 'bob']
+    >>> v = u(np.array([[False, False], [True, False]]))
+    >>> float(v[0]), bool(v[1] > 0)
+    (0.0, True)
     """
 
     def __init__(self, lm: KneserNeyCoalitionLM, artifacts: str | Sequence[str]):
