@@ -82,6 +82,34 @@ class Generation:
         ``gen_length`` for a row without one, or when ``eos_id`` is None.
     cache : str or None
         The block cache the decode used (None when asked for none or the model cannot cache).
+
+    Parameters
+    ----------
+    ids : torch.Tensor or list of list of int
+        The decoded canvas.
+    steps_used : torch.Tensor
+        ``(B,)`` forward passes per row.
+    forward_passes : int
+        Forward passes of the batch.
+    history : list of torch.Tensor or None, default=None
+        The canvas after every pass.
+    lengths : torch.Tensor or None, default=None
+        ``(B,)`` generated lengths before EOS.
+    cache : str or None, default=None
+        The block cache used.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.nn import Transformer, TransformerConfig
+    >>> _ = torch.manual_seed(0)
+    >>> net = Transformer(TransformerConfig(vocab_size=10, seq_len=8, d_model=16, n_layers=1,
+    ...                                     n_heads=2, causal=False)).eval()
+    >>> from icml25.mdm import generate
+    >>> info = generate(net, torch.tensor([[1, 2, 3]]), mask_id=0, gen_length=4, steps=2,
+    ...                 return_info=True)
+    >>> info.ids.shape, info.forward_passes, info.lengths.tolist()
+    (torch.Size([1, 7]), 2, [4])
     """
 
     ids: torch.Tensor | list[list[int]]

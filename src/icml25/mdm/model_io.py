@@ -22,8 +22,34 @@ def shipped_path(task: str) -> Path:
 
 
 def load_model(path: str | Path | None = None, task: str = "sudoku") -> Transformer:
-    """The shipped checkpoint of ``task`` (default) or a model folder saved by ``icml25 mdm
-    train`` / ``Transformer.save`` (a run folder's ``model/`` or ``checkpoint/`` is found)."""
+    """Load the shipped checkpoint of ``task`` or a saved model folder, in eval mode.
+
+    Parameters
+    ----------
+    path : str, pathlib.Path or None, default=None
+        A folder saved by ``icml25 mdm train`` / ``Transformer.save`` (a run folder's
+        ``model/`` or ``checkpoint/`` is found); None for the shipped checkpoint of ``task``.
+    task : str, default="sudoku"
+        The shipped model to load when ``path`` is None (``sudoku``, ``sudoku-ar``, ``zebra``,
+        ``text``, ``text-causal``).
+
+    Returns
+    -------
+    icml25.nn.Transformer
+        The model, in eval mode.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the shipped checkpoint is missing or ``path`` holds no saved model.
+
+    Examples
+    --------
+    >>> from icml25.mdm import load_model
+    >>> model = load_model()
+    >>> model.cfg.seq_len, model.cfg.causal, model.training
+    (81, False, False)
+    """
     if path is None:
         path = shipped_path(task)
         if not (path / "model.safetensors").exists():

@@ -28,13 +28,57 @@ def mask_tokens(
     min_one: bool = False,
     min_rate: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Return ``(noisy tokens, masked positions, t)``.
+    """Noise a batch for the masked-diffusion objective: each row draws a rate t in (eps, 1]
+    and each of its maskable tokens becomes ``mask_id`` with probability t.
 
-    ``stratified`` spreads the batch's t evenly over (eps, 1] from one random offset (MDLM's
-    low-discrepancy sampler: same expectation, lower variance). ``min_one`` masks one token in
-    examples that drew none; it suits ``weighting="none"`` but biases the ELBO, so it is off.
-    ``min_rate`` > 0 draws t from (min_rate, 1] instead (1.0 masks every maskable token): not
-    the ELBO, a curriculum stage in which visible answers cannot stand in for reading the input.
+    Parameters
+    ----------
+    tokens : torch.Tensor
+        ``(B, L)`` clean token ids.
+    maskable : torch.Tensor
+        ``(B, L)`` bool, the positions that may be masked.
+    generator : torch.Generator or None, default=None
+        Source of the random draws.
+    mask_id : int, default=0
+        The mask token.
+    eps : float, default=1e-3
+        The smallest rate.
+    stratified : bool, default=True
+        Spread the batch's t evenly over (eps, 1] from one random offset (MDLM's
+        low-discrepancy sampler: same expectation, lower variance).
+    min_one : bool, default=False
+        Mask one token in rows that drew none; it suits ``weighting="none"`` but biases the
+        ELBO, so it is off.
+    min_rate : float, default=0.0
+        When > 0, draw t from (min_rate, 1] instead (1.0 masks every maskable token): not the
+        ELBO, a curriculum stage in which visible answers cannot stand in for reading the input.
+
+    Returns
+    -------
+    noisy : torch.Tensor
+        ``(B, L)`` tokens with the masked positions set to ``mask_id``.
+    masked : torch.Tensor
+        ``(B, L)`` bool, the positions masked.
+    t : torch.Tensor
+        ``(B,)`` each row's masking rate.
+
+    Raises
+    ------
+    ValueError
+        If ``min_rate`` is outside [0, 1] or ``tokens`` and ``maskable`` differ in shape.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.mdm import mask_tokens
+    >>> tokens = torch.tensor([[5, 6, 7, 8]])
+    >>> maskable = torch.tensor([[True, True, True, False]])
+    >>> noisy, masked, t = mask_tokens(tokens, maskable, mask_id=0, min_rate=1.0)
+    >>> noisy, t
+    (tensor([[0, 0, 0, 8]]), tensor([1.]))
+    >>> noisy, masked, t = mask_tokens(tokens, maskable, torch.Generator().manual_seed(0))
+    >>> bool((noisy[masked] == 0).all() and (noisy[~masked] == tokens[~masked]).all())
+    True
     """
     if not 0.0 <= min_rate <= 1.0:
         raise ValueError(f"min_rate must be in [0, 1], got {min_rate}")
@@ -73,7 +117,48 @@ def mdm_loss(
     *,
     weighting: str = "elbo",
 ) -> torch.Tensor:
-    """Cross-entropy on masked positions; ``logits`` (B, L, V), ``targets`` (B, L) token ids."""
+    """The masked-diffusion loss: cross-entropy on the masked positions only.
+
+    Parameters
+    ----------
+    logits : torch.Tensor
+        ``(B, L, V)`` model outputs.
+    targets : torch.Tensor
+        ``(B, L)`` clean token ids.
+    masked : torch.Tensor
+        ``(B, L)`` bool, the positions that were masked.
+    t : torch.Tensor
+        ``(B,)`` each row's masking rate (used by ``"elbo"``).
+    maskable : torch.Tensor or None, default=None
+        ``(B, L)`` bool, the positions that could be masked (None: all), for the ``"elbo"``
+        normalisation.
+    weighting : {"elbo", "none"}, default="elbo"
+        ``"elbo"``: each row's masked cross-entropy weighted by 1/t and divided by its number
+        of maskable tokens, averaged over rows (an unbiased estimate of the per-token negative
+        ELBO of the linear schedule); ``"none"``: the mean over masked tokens.
+
+    Returns
+    -------
+    torch.Tensor
+        The scalar loss.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``weighting``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.mdm import mdm_loss
+    >>> logits = torch.zeros(1, 2, 4)        # uniform over 4 tokens: CE = log 4
+    >>> targets = torch.tensor([[1, 2]])
+    >>> masked = torch.tensor([[True, False]])
+    >>> round(mdm_loss(logits, targets, masked, torch.tensor([1.0]), weighting="none").item(), 4)
+    1.3863
+    >>> round(mdm_loss(logits, targets, masked, torch.tensor([0.5])).item(), 4)  # 2 log 4 / 2
+    1.3863
+    """
     if weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
     ce = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), reduction="none")

@@ -155,6 +155,20 @@ def select_top_k(scores: torch.Tensor, eligible: torch.Tensor, k: torch.Tensor) 
 
     Ineligible positions get -inf (never +inf: that would quietly turn Top-K into random order).
 
+    Parameters
+    ----------
+    scores : torch.Tensor
+        ``(B, L)`` planner scores (higher is revealed first).
+    eligible : torch.Tensor
+        ``(B, L)`` bool, the positions that may be chosen.
+    k : torch.Tensor
+        ``(B,)`` int, how many to choose in each row (at most its eligible count).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B, L)`` bool, the chosen positions.
+
     Examples
     --------
     >>> select_top_k(torch.tensor([[0.1, 0.9, 0.5]]), torch.tensor([[True, False, True]]),

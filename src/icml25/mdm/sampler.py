@@ -30,13 +30,64 @@ def sample(
     generator: torch.Generator | None = None,
     return_info: bool = False,
 ):
-    """Fill the ``maskable`` positions of ``tokens`` (B, L); returns new tokens (or a
-    :class:`~icml25.mdm.decoding.Generation` with ``return_info``).
+    """Fill the ``maskable`` positions of ``tokens`` with a masked diffusion model; the other
+    positions are kept.
 
-    ``noise``: Gumbel coefficient on the certainty. The paper adds 0.5 x Gumbel to its puzzle
-    runs; on margins, which lie in [0, 1], that much noise reorders the reveals almost at random
-    and costs most of the gain (measured in ``docs/mdm.md``), so the default is none.
-    ``remask``: a ReMDM schedule (see :mod:`icml25.mdm.remask`); ``True`` means ``"conf"``.
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps token ids ``(B, L)`` to logits ``(B, L, V)``.
+    tokens : torch.Tensor
+        ``(B, L)`` token ids.
+    maskable : torch.Tensor
+        ``(B, L)`` bool, the positions to generate.
+    steps : int, default=50
+        Forward passes (at most).
+    planner : str, default="top_margin"
+        Which position to reveal next (a name of ``icml25.mdm.PLANNERS``).
+    noise : float, default=0.0
+        Gumbel coefficient on the certainty. The paper adds 0.5 x Gumbel to its puzzle runs; on
+        margins, which lie in [0, 1], that much noise reorders the reveals almost at random and
+        costs most of the gain, so the default is none.
+    k_schedule : str, default="linear"
+        How many positions each step reveals (a name of ``icml25.mdm.K_SCHEDULES``).
+    temperature : float, default=0.0
+        0 takes the argmax; above 0 draws at that temperature.
+    threshold : float or None, default=None
+        Also reveal every position predicted with at least this probability.
+    remask : str, object, bool or None, default=None
+        A ReMDM schedule (see :mod:`icml25.mdm.remask`); ``True`` means ``"conf"``.
+    mask_id : int, default=0
+        The mask token.
+    generator : torch.Generator or None, default=None
+        Source of the random draws.
+    return_info : bool, default=False
+        Return a :class:`~icml25.mdm.decoding.Generation` instead of the tokens.
+
+    Returns
+    -------
+    torch.Tensor or Generation
+        ``(B, L)`` tokens, or a ``Generation`` with ``return_info``.
+
+    Raises
+    ------
+    ValueError
+        If ``tokens`` and ``maskable`` are not both ``(B, L)``, a position outside
+        ``maskable`` holds ``mask_id``, or an option is unknown.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.mdm import sample
+    >>> from icml25.nn import Transformer, TransformerConfig
+    >>> _ = torch.manual_seed(0)
+    >>> net = Transformer(TransformerConfig(vocab_size=10, seq_len=8, d_model=16, n_layers=1,
+    ...                                     n_heads=2, causal=False)).eval()
+    >>> tokens = torch.tensor([[1, 2, 3, 4]])
+    >>> maskable = torch.tensor([[False, True, True, False]])
+    >>> out = sample(net, tokens, maskable, steps=2)
+    >>> out.shape, out[0, 0].item(), out[0, 3].item()
+    (torch.Size([1, 4]), 1, 4)
     """
     if tokens.shape != maskable.shape or tokens.dim() != 2:
         raise ValueError("tokens and maskable must both have shape (batch, length)")

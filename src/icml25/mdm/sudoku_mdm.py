@@ -45,10 +45,38 @@ def cell_groups() -> list[list[int]]:
 
 
 def default_model_config(*, cell_embeddings: bool = False, **overrides) -> TransformerConfig:
-    """0.8M parameters: the notes' smallest size that should still show the ordering effect.
+    """The Sudoku model's configuration: 0.8M parameters, the smallest size that should still
+    show the ordering effect.
 
-    ``cell_embeddings`` adds learned row, column and box embeddings to the paper's learned
-    absolute positions, a deviation that tells a small model which cells constrain each other.
+    A bidirectional ``icml25.nn.Transformer`` over the 81 cells (vocabulary 0 = MASK, 1-9),
+    ``d_model=128``, 4 layers, 4 heads, learned absolute positions.
+
+    Parameters
+    ----------
+    cell_embeddings : bool, default=False
+        Add learned row, column and box embeddings to the learned absolute positions, a
+        deviation that tells a small model which cells constrain each other.
+    **overrides
+        Any ``TransformerConfig`` field, replacing the default (e.g. ``n_layers=2``).
+
+    Returns
+    -------
+    icml25.nn.TransformerConfig
+        The configuration (build the model with ``Transformer(cfg)``).
+
+    Raises
+    ------
+    TypeError
+        For an override that is not a ``TransformerConfig`` field.
+
+    Examples
+    --------
+    >>> from icml25.mdm import default_model_config
+    >>> cfg = default_model_config()
+    >>> cfg.seq_len, cfg.vocab_size, cfg.d_model, cfg.n_layers, cfg.causal
+    (81, 10, 128, 4, False)
+    >>> default_model_config(n_layers=2, cell_embeddings=True).n_layers
+    2
     """
     base = dict(vocab_size=10, seq_len=81, d_model=128, n_layers=4, n_heads=4, dropout=0.0,
                 causal=False, positions="learned",
@@ -72,8 +100,52 @@ def train_sudoku(
     on_log=None,
     init: Transformer | None = None,
 ) -> tuple[Transformer, list[dict]]:
-    """Train (or resume, when ``cfg.out_dir`` holds a checkpoint) a Sudoku MDM; ``init`` starts
-    from that model's weights instead of a fresh one (a warm restart with a new schedule)."""
+    """Train (or resume, when ``cfg.out_dir`` holds a checkpoint) a Sudoku masked diffusion model.
+
+    Each batch masks a random fraction t of the puzzle's blank cells (clues stay visible) and
+    scores the model by the masked-diffusion loss (:func:`icml25.mdm.mdm_loss`).
+
+    Parameters
+    ----------
+    puzzles : numpy.ndarray
+        ``(n, 81)`` int puzzles, 0 for a blank.
+    solutions : numpy.ndarray
+        ``(n, 81)`` int solutions (digits 1-9).
+    cfg : icml25.nn.TrainConfig
+        Steps, batch size, learning rate, seed, device, output folder.
+    model_cfg : icml25.nn.TransformerConfig or None, default=None
+        The model to build; None for :func:`default_model_config`.
+    weighting : {"elbo", "none"}, default="elbo"
+        The loss weighting, as in :func:`icml25.mdm.mdm_loss`.
+    on_log : callable or None, default=None
+        Called with each log record.
+    init : icml25.nn.Transformer or None, default=None
+        Start from this model's weights instead of a fresh one (a warm restart with a new
+        schedule).
+
+    Returns
+    -------
+    model : icml25.nn.Transformer
+        The trained model.
+    log : list of dict
+        The training log records.
+
+    Examples
+    --------
+    Two steps of a tiny model on one puzzle (a real run is ``icml25 mdm train``):
+
+    >>> import numpy as np
+    >>> from icml25.mdm import default_model_config, train_sudoku
+    >>> from icml25.nn import TrainConfig
+    >>> grid = "534678912672195348198342567859761423426853791713924856961537284287419635345286179"
+    >>> solutions = np.array([[int(c) for c in grid]] * 4)
+    >>> puzzles = np.where(np.arange(81) % 3 == 0, 0, solutions)  # every third cell blank
+    >>> cfg = TrainConfig(steps=2, batch_size=4, log_every=1, device="cpu")
+    >>> model, log = train_sudoku(puzzles, solutions, cfg,
+    ...                           default_model_config(d_model=16, n_layers=1, n_heads=2))
+    >>> len(log), "loss" in log[0]
+    (2, True)
+    """
     torch.manual_seed(cfg.seed)
     model = init or Transformer(model_cfg or default_model_config())
     # The boards live on the training device and batches are built there (on the CPU the
@@ -107,6 +179,27 @@ class SolveResult:
         Forward passes spent on this puzzle.
     seconds : float or None
         Its share of its batch's wall time.
+
+    Parameters
+    ----------
+    solution : str or None
+        81 digits, or None for a rejected line.
+    valid : bool
+        Whether ``solution`` is a valid completion of the clues.
+    error : str or None, default=None
+        Why the line was rejected.
+    steps : int or None, default=None
+        Forward passes spent.
+    seconds : float or None, default=None
+        Share of the batch's wall time.
+
+    Examples
+    --------
+    >>> from icml25.mdm import SolveResult
+    >>> SolveResult(None, False, error="wrong length").line()
+    'error: wrong length'
+    >>> SolveResult("1" * 81, False).line().startswith("unsolved: ")
+    True
     """
 
     solution: str | None  # 81 digits, or None when the input line was rejected
@@ -133,18 +226,67 @@ def solve_grids(model: Transformer, puzzles: np.ndarray, *, planner: str = "top_
                 noise: float = 0.0, remask=None, threshold: float | None = None,
                 k_schedule: str = "linear", device: str | None = None,
                 return_info: bool = False):
-    """Fill the blanks of ``puzzles`` (n, 81) int; returns (n, 81) int8 grids, a thin caller
-    of :func:`icml25.mdm.generate` (the blanks are infilled, the clues kept).
+    """Fill the blanks of Sudoku grids with a model; a thin caller of
+    :func:`icml25.mdm.generate` (the blanks are infilled, the clues kept).
 
-    ``remask`` (a ReMDM schedule), ``threshold`` and ``k_schedule`` are the decoder's.
-    ``device`` moves the model there first (default: where it is); ``batch_size`` defaults to
-    what suits that device (:data:`SOLVE_BATCH` on the CPU). Random draws are made on the
-    device, so a GPU's results differ from the CPU's within sampling error. With
-    ``return_info``: ``(grids, steps, seconds)``, the forward passes each puzzle used and its
-    share of its batch's wall time.
+    Random draws are made on the device, so a GPU's results differ from the CPU's within
+    sampling error. A causal model is the autoregressive baseline: it fills cells in row-major
+    order and ignores ``planner``, ``steps``, ``noise``, ``remask`` and ``threshold``.
 
-    A causal model is the autoregressive baseline: it fills cells in row-major order and
-    ignores ``planner``, ``steps``, ``noise``, ``remask`` and ``threshold``."""
+    Parameters
+    ----------
+    model : icml25.nn.Transformer
+        A Sudoku model (e.g. :func:`load_model`).
+    puzzles : numpy.ndarray
+        ``(n, 81)`` int puzzles, 0 for a blank.
+    planner : str, default="top_margin"
+        Which blank to reveal next (a name of ``icml25.mdm.PLANNERS``).
+    steps : int, default=50
+        Forward passes per puzzle (at most).
+    batch_size : int or None, default=None
+        Puzzles per pass; None for what suits the device (:data:`SOLVE_BATCH` on the CPU).
+    seed : int, default=0
+        Seeds the random draws.
+    noise : float, default=0.0
+        Gumbel coefficient on the planner's certainty.
+    remask : str, object or None, default=None
+        A ReMDM schedule (see :mod:`icml25.mdm.remask`).
+    threshold : float or None, default=None
+        Also reveal every blank predicted with at least this probability.
+    k_schedule : str, default="linear"
+        How many blanks each step reveals (a name of ``icml25.mdm.K_SCHEDULES``).
+    device : str or None, default=None
+        Move the model there first (None: where it is).
+    return_info : bool, default=False
+        Also return the forward passes and the seconds each puzzle used.
+
+    Returns
+    -------
+    grids : numpy.ndarray
+        ``(n, 81)`` int8 filled grids.
+    steps : numpy.ndarray
+        ``(n,)`` forward passes per puzzle; only with ``return_info``.
+    seconds : numpy.ndarray
+        ``(n,)`` each puzzle's share of its batch's wall time; only with ``return_info``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown planner, K schedule or remasking schedule.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.mdm import load_model, solve_grids
+    >>> grid = "534678912672195348198342567859761423426853791713924856961537284287419635345286179"
+    >>> solutions = np.array([[int(c) for c in grid]])
+    >>> puzzles = np.where(np.arange(81) % 3 == 0, 0, solutions)  # 27 blanks
+    >>> grids = solve_grids(load_model(), puzzles, steps=10)
+    >>> grids.shape, grids.dtype
+    ((1, 81), dtype('int8'))
+    >>> bool((grids[puzzles > 0] == puzzles[puzzles > 0]).all())  # the clues are kept
+    True
+    """
     where = place(model, device)
     batch_size = batch_size or inference_batch_size(model, where, SOLVE_BATCH)
     if model.cfg.causal:
@@ -182,9 +324,51 @@ def solve_sudoku(puzzles: Iterable[str] | str, planner: str = "top_margin", step
                  device: str | None = None) -> list[SolveResult]:
     """Solve puzzle strings (81 chars, ``0`` or ``.`` for blanks): one result per input.
 
-    Malformed puzzles get a result with ``error`` set; the others are still solved. ``device``
-    (``cpu``, ``cuda``, ``auto``, ...) is where the model runs (default: where it is);
-    ``remask`` and ``threshold`` as in :func:`icml25.mdm.generate`.
+    Malformed puzzles get a result with ``error`` set; the others are still solved.
+
+    Parameters
+    ----------
+    puzzles : str or iterable of str
+        One puzzle or several, 81 characters each in row-major order.
+    planner : str, default="top_margin"
+        Which blank to reveal next (a name of ``icml25.mdm.PLANNERS``).
+    steps : int, default=50
+        Forward passes per puzzle (at most).
+    model : icml25.nn.Transformer or None, default=None
+        The model; None for the shipped checkpoint (:func:`load_model`).
+    batch_size : int or None, default=None
+        Puzzles per pass, as in :func:`solve_grids`.
+    seed : int, default=0
+        Seeds the random draws.
+    noise : float, default=0.0
+        Gumbel coefficient on the planner's certainty.
+    remask : str, object or None, default=None
+        A ReMDM schedule, as in :func:`icml25.mdm.generate`.
+    threshold : float or None, default=None
+        Parallel-decoding threshold, as in :func:`icml25.mdm.generate`.
+    device : str or None, default=None
+        Where the model runs (``cpu``, ``cuda``, ``auto``, ...; None: where it is).
+
+    Returns
+    -------
+    list of SolveResult
+        One per input line, in order.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``model`` is None and the shipped checkpoint is missing.
+
+    Examples
+    --------
+    >>> from icml25.mdm import solve_sudoku
+    >>> puzzle = ("53..7....6..195....98....6.8...6...34..8.3..17...2...6"
+    ...           ".6....28....419..5....8..79")
+    >>> good, bad = solve_sudoku([puzzle, "123"], steps=20)
+    >>> good.valid, good.solution[:9]
+    (True, '534678912')
+    >>> bad.error
+    'wrong length: expected 81 characters, got 3'
     """
     lines = [puzzles] if isinstance(puzzles, str) else list(puzzles)
     grids, errors = sudoku.parse_puzzles(lines)
@@ -209,10 +393,48 @@ def evaluate(model: Transformer, puzzles: np.ndarray, solutions: np.ndarray,
              planners: Sequence[str] = ("random", "top_prob", "top_margin"), *,
              steps: int = 50, seed: int = 0, noise: float = 0.0, device: str | None = None,
              batch_size: int | None = None) -> dict[str, dict[str, float]]:
-    """Fully-solved rate (valid grid matching the clues), cell accuracy on blanks, 95% CI;
-    ``device`` and ``batch_size`` as in :func:`solve_grids`.
+    """Fully-solved rate (valid grid matching the clues) with its 95% Clopper-Pearson CI, and
+    cell accuracy on the blanks, for each planner.
 
-    For a causal (autoregressive) model the report has one entry, ``autoregressive``."""
+    For a causal (autoregressive) model the report has one entry, ``autoregressive``.
+
+    Parameters
+    ----------
+    model : icml25.nn.Transformer
+        A Sudoku model.
+    puzzles : numpy.ndarray
+        ``(n, 81)`` int puzzles, 0 for a blank.
+    solutions : numpy.ndarray
+        ``(n, 81)`` int reference solutions (for the cell accuracy).
+    planners : sequence of str, default=("random", "top_prob", "top_margin")
+        The planners to compare.
+    steps : int, default=50
+        Forward passes per puzzle (at most).
+    seed : int, default=0
+        Seeds the random draws.
+    noise : float, default=0.0
+        Gumbel coefficient on the planner's certainty.
+    device : str or None, default=None
+        As in :func:`solve_grids`.
+    batch_size : int or None, default=None
+        As in :func:`solve_grids`.
+
+    Returns
+    -------
+    dict of str to dict
+        Per planner: ``solved`` (rate), ``ci_low``, ``ci_high``, ``n`` and ``cell_acc``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.mdm import evaluate, load_model
+    >>> grid = "534678912672195348198342567859761423426853791713924856961537284287419635345286179"
+    >>> solutions = np.array([[int(c) for c in grid]])
+    >>> puzzles = np.where(np.arange(81) % 3 == 0, 0, solutions)  # 27 blanks
+    >>> report = evaluate(load_model(), puzzles, solutions, planners=("top_margin",), steps=10)
+    >>> report["top_margin"]["solved"], report["top_margin"]["n"]
+    (1.0, 1)
+    """
     if model.cfg.causal:
         planners = ("autoregressive",)
     return {planner: solved_report(puzzles, solutions, solve_grids(
