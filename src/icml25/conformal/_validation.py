@@ -15,7 +15,26 @@ DIRECTIONS = ("auto", "decreasing", "increasing")
 
 
 class InfeasibleRiskWarning(UserWarning):
-    """No lambda can certify the request; the trivial predictor is returned instead."""
+    """No lambda can certify the request; the trivial predictor is returned instead.
+
+    Parameters
+    ----------
+    *args
+        The warning message, as for any ``UserWarning``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from icml25.conformal import InfeasibleRiskWarning, calibrate
+    >>> grid = np.linspace(0, 1, 11)
+    >>> losses = np.zeros((10, 11))                     # 10 points: too few for bq at 0.1
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     res = calibrate(losses, grid, alpha=0.1)
+    >>> res.feasible, caught[0].category is InfeasibleRiskWarning
+    (False, True)
+    """
 
 
 def check_bound(bound) -> float:

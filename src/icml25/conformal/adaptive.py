@@ -181,14 +181,39 @@ class AdaptiveConformal(_Online):
 
     Parameters
     ----------
-    alpha : float in (0, 1)
+    alpha : float in (0, 1), default=0.1
         Target long-run miscoverage.
-    gamma : float > 0
+    gamma : float > 0, default=0.005
         Step size: larger adapts faster to shifts, with a more jittery level.
-    window : int or None
+    window : int or None, default=None
         Only the last ``window`` scores calibrate (None: all so far).
-    alpha_init : float or None
-        alpha_1 (default ``alpha``).
+    alpha_init : float or None, default=None
+        alpha_1 (None: ``alpha``).
+
+    Attributes
+    ----------
+    alpha_t : float
+        The working level used for the next step.
+    n_seen, n_errors : int
+        Scores recorded so far, and how many of them were not covered.
+    bound : float
+        Deterministic bound on |long-run error - alpha| after ``n_seen`` steps.
+
+    Raises
+    ------
+    ValueError
+        For a level outside (0, 1), a non-positive ``gamma`` or a bad ``window``.
+
+    Examples
+    --------
+    >>> from icml25.conformal import AdaptiveConformal
+    >>> aci = AdaptiveConformal(alpha=0.1, gamma=0.05)
+    >>> for s in range(1, 11):
+    ...     covered = aci.update(float(s))
+    >>> aci.radius(), aci.n_seen
+    (10.0, 10)
+    >>> aci.predict_interval(0.0)            # y_hat -+ radius
+    array([-10.,  10.])
     """
 
     def __init__(self, alpha: float = 0.1, gamma: float = 0.005, *, window: int | None = None,
@@ -236,14 +261,40 @@ class AggregatedAdaptiveConformal(_Online):
 
     Parameters
     ----------
-    alpha : float in (0, 1)
-    gammas : sequence of positive floats
-        Candidate step sizes (default: 0.001 to 0.128, doubling).
-    eta : float > 0
+    alpha : float in (0, 1), default=0.1
+        Target long-run miscoverage.
+    gammas : sequence of positive floats, default=(0.001, 0.002, ..., 0.128)
+        Candidate step sizes (0.001 to 0.128, doubling).
+    eta : float > 0, default=2.0
         Learning rate of the weights.
-    sigma : float in [0, 1)
+    sigma : float in [0, 1), default=0.01
         Share of uniform weight mixed in at every step.
-    window : int or None
+    window : int or None, default=None
+        Only the last ``window`` scores calibrate (None: all so far).
+
+    Attributes
+    ----------
+    levels : ndarray of shape (len(gammas),)
+        Each expert's working level.
+    weights : ndarray of shape (len(gammas),)
+        The experts' weights (sum to 1).
+    alpha_t : float
+        The weighted average level used for the next step.
+
+    Raises
+    ------
+    ValueError
+        For an empty ``gammas``, a non-positive step size or ``eta``, or ``sigma`` outside
+        [0, 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import AggregatedAdaptiveConformal
+    >>> scores = np.abs(np.random.default_rng(0).normal(size=500))
+    >>> res = AggregatedAdaptiveConformal(alpha=0.1).run(scores)
+    >>> res.errors.shape, bool(abs(res.errors.mean() - 0.1) < 0.03)
+    ((500,), True)
     """
 
     def __init__(self, alpha: float = 0.1, gammas=(0.001, 0.002, 0.004, 0.008, 0.016, 0.032,
@@ -293,7 +344,34 @@ class AggregatedAdaptiveConformal(_Online):
 
 
 def plot_coverage_over_time(results: dict, alpha: float, window: int = 200, ax=None):
-    """Rolling coverage of several runs ({label: AdaptiveResult or error array}) on one axis."""
+    """Rolling coverage of several runs ({label: AdaptiveResult or error array}) on one axis.
+
+    Parameters
+    ----------
+    results : dict
+        ``{label: AdaptiveResult or array of 0/1 errors}``, one line each.
+    alpha : float
+        Target miscoverage; a dashed line marks 1 - alpha.
+    window : int, default=200
+        Length of the rolling window.
+    ax : matplotlib Axes or None, default=None
+        Where to draw (None: a new figure).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axis drawn on.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import AdaptiveConformal, plot_coverage_over_time
+    >>> scores = np.abs(np.random.default_rng(0).normal(size=300))
+    >>> res = AdaptiveConformal(alpha=0.1, gamma=0.01).run(scores)
+    >>> ax = plot_coverage_over_time({"ACI": res}, alpha=0.1, window=50)
+    >>> len(ax.lines)                         # the run and the 1 - alpha line
+    2
+    """
     from icml25.core import new_figure
 
     if ax is None:

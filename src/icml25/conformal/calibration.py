@@ -120,6 +120,22 @@ class CalibrationResult:
         Grid index of ``lambda_`` (None for a continuous search or when infeasible).
     min_n : int
         Smallest calibration size for which this request can succeed at all.
+
+    Parameters
+    ----------
+    lambda_, feasible, posterior, method, alpha, beta, bound, n, direction, statistic, index, \
+min_n
+        The fields above, in that order; :func:`calibrate` builds the result.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import calibrate
+    >>> s = np.random.default_rng(0).uniform(size=200)
+    >>> grid = np.linspace(0, 1, 101)
+    >>> res = calibrate(s[:, None] > grid[None, :], grid, alpha=0.1, method="crc")
+    >>> round(res.lambda_, 2), res.feasible, res.n, res.direction, res.index
+    (0.94, True, 200, 'decreasing', 94)
     """
 
     lambda_: float
@@ -321,7 +337,30 @@ def _search_range(spec: RuleSpec, losses_at, lo: float, hi: float, way: str, tol
 
 @dataclasses.dataclass
 class BatchCalibration:
-    """Outcome of :func:`calibrate_many`: one lambda per loss vector (trial)."""
+    """Outcome of :func:`calibrate_many`: one lambda per loss vector (trial).
+
+    Parameters
+    ----------
+    lambdas : ndarray of shape (n_rows,)
+        Chosen lambda per row (+-inf where infeasible).
+    feasible : ndarray of bool, shape (n_rows,)
+        Whether each row certified a lambda.
+    index : ndarray of int, shape (n_rows,)
+        Grid index per row (-1 where infeasible; absent for a continuous search).
+    method : str
+        The rule's name.
+    direction : str
+        ``"decreasing"`` or ``"increasing"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import BatchCalibration
+    >>> b = BatchCalibration(np.array([0.9, np.inf]), np.array([True, False]),
+    ...                      np.array([90, -1]), "crc", "decreasing")
+    >>> int(b.feasible.sum()), b.method
+    (1, 'crc')
+    """
 
     lambdas: np.ndarray  # chosen lambda per row (+-inf where infeasible)
     feasible: np.ndarray
@@ -346,6 +385,60 @@ def calibrate_many(loss_fn: Callable[[np.ndarray, np.ndarray], np.ndarray], lamb
     rows. Direction must be declared (it cannot be checked on a function); no warnings are raised.
     ``exact=None`` decides per loss vector; pass ``exact=False`` unless every loss of the family
     is 0 or B (mixing closed-form and Monte Carlo rows breaks monotonicity in lambda).
+
+    Parameters
+    ----------
+    loss_fn : callable
+        ``loss_fn(rows, idx) -> (len(rows), n)`` losses in [0, bound] (``idx``: grid indices,
+        or lambda values when ``tol`` is set).
+    lambdas : array-like of shape (L,) or (n_rows, L), or a pair (lo, hi)
+        Sorted grid of candidates, shared or per row; a range when ``tol`` is set.
+    n_rows : int
+        Number of calibration sets (trials).
+    alpha : float in (0, 1)
+        Risk level.
+    beta : float in (0, 1), default=0.95
+        Credibility / confidence of the rules that use it.
+    method : str or Rule, default="bq"
+        The threshold rule (see :func:`get_rule`).
+    bound : float, default=1.0
+        Upper bound B of the losses.
+    direction : {"decreasing", "increasing"}, default="decreasing"
+        How the losses move as lambda grows (declared, not checked).
+    concentration : {"hb", "hoeffding"}, default="hb"
+        Concentration bound of RCPS.
+    n_draws : int, default=10000
+        Monte Carlo draws of the posterior.
+    random_state : int, default=0
+        Seed of the common random numbers.
+    exact : bool or None, default=None
+        Exact posterior: forced, forbidden, or decided per loss vector.
+    variant : {"paper", "official"}, default="paper"
+        Indexing of the loss bound.
+    tol : float or None, default=None
+        Bisection tolerance on a continuous range (None: search the grid).
+
+    Returns
+    -------
+    BatchCalibration
+        One lambda per row.
+
+    Raises
+    ------
+    ValueError
+        For an invalid request (level, bound, method, direction, grid shape).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import calibrate_many
+    >>> s = np.random.default_rng(0).uniform(size=(4, 200))       # 4 calibration sets
+    >>> grid = np.linspace(0, 1, 101)
+    >>> def loss(rows, idx):                                   # miss: score above lambda
+    ...     return (s[rows] > grid[idx][:, None]).astype(float)
+    >>> out = calibrate_many(loss, grid, 4, alpha=0.1, method="crc")
+    >>> out.lambdas.round(2), out.index
+    (array([0.94, 0.91, 0.9 , 0.92]), array([94, 91, 90, 92]))
     """
     spec = RuleSpec.make(method, alpha, beta, bound, concentration, n_draws, random_state,
                          exact, variant)

@@ -703,7 +703,31 @@ class ConformalClassifier(_ConformalMixin, ClassifierMixin, BaseEstimator):
 
 # --------------------------------------------------------------------------- risk control
 def false_negative_rate(Y, scores, lam) -> np.ndarray:
-    """Per-example share of true labels missed by the set {k : score_k >= lam} (0 if no labels)."""
+    """Per-example share of true labels missed by the set {k : score_k >= lam} (0 if no labels).
+
+    Parameters
+    ----------
+    Y : array-like of shape (n, K)
+        Multilabel indicator of the true labels.
+    scores : ndarray of shape (n, K)
+        Per-class scores.
+    lam : float
+        Threshold: the set holds the classes with score >= lam.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        False-negative rate per example, in [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import false_negative_rate
+    >>> Y = np.array([[1, 0, 1], [0, 1, 0]])
+    >>> scores = np.array([[0.9, 0.1, 0.3], [0.2, 0.8, 0.1]])
+    >>> false_negative_rate(Y, scores, 0.5)
+    array([0.5, 0. ])
+    """
     Y = np.asarray(Y).astype(bool)
     missed = (Y & (scores < lam)).sum(axis=1)
     n_true = Y.sum(axis=1)

@@ -50,6 +50,38 @@ def ltt_pvalues(losses, alpha: float, bound: float = 1.0, pvalue: str = "auto") 
     """p-value of H0_j: R(lambda_j) > alpha for each column j of ``losses`` (n, m).
 
     NaN entries are left out of that column's test; a column with no applicable point gets 1.
+
+    Parameters
+    ----------
+    losses : array-like of shape (n, m) or (n,)
+        Loss of each calibration point (rows) at each candidate lambda (columns), in [0, B];
+        NaN: not applicable.
+    alpha : float in (0, 1)
+        Risk level of the nulls R(lambda_j) > alpha.
+    bound : float, default=1.0
+        B, the upper bound of the losses.
+    pvalue : {"auto", "binomial", "hb"}, default="auto"
+        ``binomial``: exact, for 0/B losses; ``hb``: Hoeffding-Bentkus, any loss in [0, B];
+        ``auto``: binomial where the losses are 0/B, else hb.
+
+    Returns
+    -------
+    ndarray of shape (m,)
+        One p-value per candidate (small: the risk is certainly <= alpha).
+
+    Raises
+    ------
+    ValueError
+        For losses outside [0, B], an empty or non-2-D array, an unknown ``pvalue``, or
+        ``binomial`` with losses that are not 0/B.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import ltt_pvalues
+    >>> losses = np.array([[0, 0, 1], [0, 1, 1], [0, 0, 1], [0, 0, 0]] * 50, dtype=float)
+    >>> ltt_pvalues(losses, alpha=0.3).round(3)        # risks 0, 0.25, 0.75
+    array([0.  , 0.07, 1.  ])
     """
     alpha = check_level(alpha, "alpha")
     bound = check_bound(bound)
@@ -85,8 +117,38 @@ def fwer_control(p_values, delta: float, procedure: str = "fixed_sequence",
                  order=None) -> np.ndarray:
     """Boolean mask of rejected nulls (certified candidates) at family-wise error ``delta``.
 
-    ``order`` (fixed sequence only): indices in testing order, fixed before seeing the data
-    (default: the given order of the candidates).
+    Parameters
+    ----------
+    p_values : array-like of shape (m,)
+        One p-value per candidate.
+    delta : float in (0, 1)
+        Family-wise error level.
+    procedure : {"fixed_sequence", "bonferroni", "holm"}, default="fixed_sequence"
+        The multiple-testing procedure.
+    order : array-like of int or None, default=None
+        Fixed sequence only: a permutation of the indices in testing order, fixed before
+        seeing the data (None: the given order of the candidates).
+
+    Returns
+    -------
+    ndarray of bool, shape (m,)
+        True where the null is rejected (the candidate is certified).
+
+    Raises
+    ------
+    ValueError
+        For an unknown procedure, ``delta`` outside (0, 1), or an ``order`` that is not a
+        permutation.
+
+    Examples
+    --------
+    >>> from icml25.conformal import fwer_control
+    >>> fwer_control([0.01, 0.2, 0.03], delta=0.05)               # stops at the 2nd test
+    array([ True, False, False])
+    >>> fwer_control([0.01, 0.2, 0.03], delta=0.05, order=[0, 2, 1])
+    array([ True, False,  True])
+    >>> fwer_control([0.01, 0.2, 0.03], delta=0.05, procedure="holm")
+    array([ True, False, False])
     """
     delta = check_level(delta, "delta")
     if procedure not in PROCEDURES:
@@ -120,6 +182,53 @@ class LearnThenTest:
     (NaN: not applicable). After fitting: ``p_values_``, ``valid_`` (mask), ``valid_lambdas_``,
     and ``lambda_``, the certified candidate picked by ``select`` ("min", "max", or "first" in
     testing order); ``lambda_`` is None when nothing is certified (with a warning).
+
+    Parameters
+    ----------
+    alpha : float in (0, 1), default=0.1
+        Risk level to certify.
+    delta : float in (0, 1), default=0.1
+        Family-wise error level.
+    procedure : {"fixed_sequence", "bonferroni", "holm"}, default="fixed_sequence"
+        Multiple-testing procedure (see :func:`fwer_control`).
+    pvalue : {"auto", "binomial", "hb"}, default="auto"
+        p-value of each candidate (see :func:`ltt_pvalues`).
+    bound : float, default=1.0
+        Upper bound B of the losses.
+    select : {"first", "min", "max"}, default="first"
+        Which certified lambda becomes ``lambda_``.
+
+    Attributes
+    ----------
+    lambdas_ : ndarray of shape (m,)
+        The candidates.
+    p_values_ : ndarray of shape (m,)
+        One p-value per candidate.
+    valid_ : ndarray of bool, shape (m,)
+        The certified candidates.
+    valid_lambdas_ : ndarray
+        ``lambdas_[valid_]``.
+    lambda_ : float or None
+        The selected certified lambda (None when none is certified).
+
+    Raises
+    ------
+    ValueError
+        From ``fit``: an unknown ``select``, or ``losses`` not of shape (n, len(lambdas)).
+
+    Warns
+    -----
+    InfeasibleRiskWarning
+        From ``fit``, when no lambda is certified.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import LearnThenTest
+    >>> losses = np.array([[0, 0, 1], [0, 1, 1], [0, 0, 1], [0, 0, 0]] * 50, dtype=float)
+    >>> ltt = LearnThenTest(alpha=0.3, delta=0.1).fit(losses, [0.1, 0.2, 0.3])
+    >>> ltt.valid_, ltt.lambda_
+    (array([ True,  True, False]), 0.1)
     """
 
     def __init__(self, alpha: float = 0.1, delta: float = 0.1, *,
@@ -174,6 +283,47 @@ class PrecisionController:
     (fixed sequence) or with Bonferroni / Holm, and keeping the lowest certified threshold (the
     most positives). The loss of a calibration point at lambda is 1{y = 0} if it is predicted
     positive, not applicable otherwise.
+
+    Parameters
+    ----------
+    alpha : float in (0, 1), default=0.1
+        Tolerated false-discovery share: precision >= 1 - alpha.
+    delta : float in (0, 1), default=0.1
+        Family-wise error level.
+    procedure : {"bonferroni", "holm", "fixed_sequence"}, default="bonferroni"
+        Multiple-testing procedure (fixed sequence tests from the highest threshold down).
+    lambdas : array-like or None, default=None
+        Candidate thresholds (None: ``n_lambdas`` quantiles of the calibration scores).
+    n_lambdas : int, default=50
+        Size of the default grid.
+
+    Attributes
+    ----------
+    lambda_ : float
+        The lowest certified threshold (+inf when none is certified).
+    lambdas_ : ndarray
+        The candidate grid.
+    ltt_ : LearnThenTest
+        The fitted test (p-values, certified mask).
+
+    Raises
+    ------
+    ValueError
+        From ``fit``: scores and labels of different lengths or empty, NaN scores, or labels
+        that are not binary.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import PrecisionController
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=2_000)
+    >>> y = rng.uniform(size=2_000) < 0.3 + 0.6 * s
+    >>> ctl = PrecisionController(alpha=0.2, delta=0.1).fit(s, y)
+    >>> bool(2 / 3 <= ctl.lambda_ < 0.9)      # the true precision reaches 0.8 at lambda = 2/3
+    True
+    >>> ctl.predict([0.5, 0.95]).tolist()
+    [False, True]
     """
 
     def __init__(self, alpha: float = 0.1, delta: float = 0.1, *,

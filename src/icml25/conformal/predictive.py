@@ -72,6 +72,25 @@ class ConformalPredictiveSystem(MetaEstimatorMixin, RegressorMixin, BaseEstimato
     ----------
     V. Vovk, J. Shen, V. Manokhin, M. Xie. Nonparametric predictive distributions based on
     conformal prediction. Machine Learning 108, 2019. H. Bostrom, crepes.
+
+    Raises
+    ------
+    ValueError
+        From ``fit``: ``normalized=True`` with ``prefit=True``, or a ``calibration_size`` that
+        leaves no training or calibration rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import ConformalPredictiveSystem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 1)); y = X[:, 0] + rng.normal(size=200)
+    >>> cps = ConformalPredictiveSystem(random_state=0).fit(X, y)
+    >>> cps.residuals_.shape
+    (100,)
+    >>> lo, hi = cps.predict_percentiles(X[:1], [5, 95])[0]
+    >>> bool(lo < cps.predict(X[:1])[0] < hi)
+    True
     """
 
     def __init__(self, estimator=None, *, normalized=False, prefit=False, calibration_size=0.5,

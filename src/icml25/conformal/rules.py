@@ -90,6 +90,26 @@ def hoeffding_bentkus_pvalue(mean, alpha: float, n: int) -> np.ndarray:
     """p-value of H0: risk > alpha for losses in [0, 1] (Bates et al. 2021, Prop. 3).
 
     min( exp(-n h1(min(mean, alpha), alpha)), e * Pr(Binomial(n, alpha) <= ceil(n * mean)) ).
+
+    Parameters
+    ----------
+    mean : float or array-like
+        Mean loss(es) of n points, in [0, 1].
+    alpha : float in (0, 1)
+        Risk level of the null.
+    n : int
+        Number of points behind each mean.
+
+    Returns
+    -------
+    ndarray of the shape of ``mean``
+        p-values (small: the risk is certainly <= alpha).
+
+    Examples
+    --------
+    >>> from icml25.conformal import hoeffding_bentkus_pvalue
+    >>> hoeffding_bentkus_pvalue([0.0, 0.05, 0.2], alpha=0.1, n=100).round(4)
+    array([0.    , 0.1565, 1.    ])
     """
     mean = np.asarray(mean, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -148,6 +168,25 @@ class Rule:
     ``uses_beta`` says whether the guarantee involves the credibility/confidence ``beta``
     (it appears in messages). ``threshold_scores`` may give a closed-form threshold on
     nonconformity scores (``None``: the generic exact search over the scores is used).
+
+    Methods to implement: ``statistic(losses, spec)`` (the number compared with alpha, one per
+    row of ``losses`` (r, n)), ``admissible(losses, spec)`` (bool per row; default: statistic
+    <= alpha) and ``minimum_n(alpha, beta, bound, concentration)`` (the smallest n that can
+    certify anything). Register an instance with :func:`register_rule` to use it by name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import Rule, RuleSpec
+    >>> class MeanRule(Rule):          # the empirical mean <= alpha (no guarantee)
+    ...     name = "mean"
+    ...     uses_beta = False
+    ...     def statistic(self, losses, spec):
+    ...         return losses.mean(axis=1)
+    ...     def minimum_n(self, alpha, beta, bound, concentration):
+    ...         return 1
+    >>> RuleSpec.make(MeanRule(), alpha=0.1).admissible(np.array([[0.0, 0.4], [0.0, 0.1]]))
+    array([False,  True])
     """
 
     name: str = ""
@@ -176,7 +215,16 @@ class Rule:
 
 
 class CRCRule(Rule):
-    """Conformal risk control: the posterior mean (sum_i l_i + B)/(n+1) <= alpha."""
+    """Conformal risk control: the posterior mean (sum_i l_i + B)/(n+1) <= alpha.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import CRCRule, RuleSpec
+    >>> spec = RuleSpec.make(CRCRule(), alpha=0.1)
+    >>> spec.statistic(np.zeros((1, 50))).round(4), spec.min_n       # 1 / 51
+    (array([0.0196]), 9)
+    """
 
     name = "crc"
     uses_beta = False
@@ -189,7 +237,21 @@ class CRCRule(Rule):
 
 
 class SplitRule(CRCRule):
-    """Split conformal prediction: 0/1 losses only; the ceil((n+1)(1-alpha))-th smallest score."""
+    """Split conformal prediction: 0/1 losses only; the ceil((n+1)(1-alpha))-th smallest score.
+
+    Raises
+    ------
+    ValueError
+        From ``statistic``: losses that are not 0/1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import RuleSpec, SplitRule
+    >>> spec = RuleSpec.make("split", alpha=0.1)
+    >>> SplitRule().threshold_scores(np.arange(1.0, 20.0), spec)    # rank ceil(20 * 0.9) = 18
+    (18.0, 17)
+    """
 
     name = "split"
 
@@ -208,7 +270,16 @@ class SplitRule(CRCRule):
 
 
 class RCPSRule(Rule):
-    """Risk-controlling prediction sets: a level-beta upper confidence bound <= alpha."""
+    """Risk-controlling prediction sets: a level-beta upper confidence bound <= alpha.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import RuleSpec
+    >>> spec = RuleSpec.make("rcps", alpha=0.1, beta=0.95)
+    >>> spec.admissible(np.zeros((1, 50))), spec.admissible(np.zeros((1, 20)))
+    (array([ True]), array([False]))
+    """
 
     name = "rcps"
 
@@ -231,7 +302,18 @@ class RCPSRule(Rule):
 
 
 class BQRule(Rule):
-    """The paper's rule (Snell & Griffiths, Eq. 31): Pr(L+ <= alpha) >= beta."""
+    """The paper's rule (Snell & Griffiths, Eq. 31): Pr(L+ <= alpha) >= beta.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import BQRule, RuleSpec
+    >>> spec = RuleSpec.make(BQRule(), alpha=0.1, beta=0.95)
+    >>> spec.min_n                      # the smallest n that certifies anything
+    29
+    >>> spec.admissible(np.zeros((2, 50))).tolist()
+    [True, True]
+    """
 
     name = "bq"
 
@@ -249,7 +331,34 @@ RULES: dict[str, Rule] = {}
 
 
 def register_rule(rule: Rule) -> Rule:
-    """Add a rule to :data:`RULES` under ``rule.name`` (returns it, so it works as a helper)."""
+    """Add a rule to :data:`RULES` under ``rule.name`` (returns it, so it works as a helper).
+
+    Parameters
+    ----------
+    rule : Rule
+        An instance with a non-empty ``name`` and the methods ``statistic``, ``admissible`` and
+        ``minimum_n``; it replaces any rule of the same name.
+
+    Returns
+    -------
+    Rule
+        ``rule`` itself.
+
+    Raises
+    ------
+    TypeError
+        When ``rule`` lacks a name or one of the methods.
+
+    Examples
+    --------
+    >>> from icml25.conformal import RULES, CRCRule, get_rule, register_rule
+    >>> class MyCRC(CRCRule):
+    ...     name = "my_crc"
+    >>> rule = register_rule(MyCRC())
+    >>> get_rule("my_crc") is rule
+    True
+    >>> del RULES["my_crc"]             # leave the registry as it was
+    """
     _check_rule(rule)
     RULES[rule.name] = rule
     return rule
@@ -270,7 +379,32 @@ for _r in (SplitRule(), CRCRule(), RCPSRule(), BQRule()):
 
 
 def get_rule(method) -> Rule:
-    """A registered rule by name, or a rule instance checked and returned as is."""
+    """A registered rule by name, or a rule instance checked and returned as is.
+
+    Parameters
+    ----------
+    method : str or Rule
+        ``"bq"``, ``"crc"``, ``"rcps"``, ``"split"`` (or another registered name), or an
+        instance.
+
+    Returns
+    -------
+    Rule
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, a Rule class instead of an instance, or an object that is not a
+        rule.
+
+    Examples
+    --------
+    >>> from icml25.conformal import CRCRule, get_rule
+    >>> get_rule("crc")
+    CRCRule()
+    >>> get_rule(CRCRule()).name
+    'crc'
+    """
     if isinstance(method, str):
         try:
             return RULES[method]
@@ -330,6 +464,42 @@ class RuleSpec:
 
     Build it with :meth:`make` (which validates every field once); the calibration engine and
     the estimators pass it down unchanged. ``random_state`` is always a resolved int here.
+
+    Parameters
+    ----------
+    rule : Rule, default=BQRule()
+        The threshold rule (``make`` takes its name as ``method``).
+    alpha : float, default=0.1
+        Risk level.
+    beta : float, default=0.95
+        Credibility / confidence of the rules that use it.
+    bound : float, default=1.0
+        Upper bound B of the losses.
+    concentration : str, default="hb"
+        Concentration bound of RCPS (``"hb"`` or ``"hoeffding"``).
+    n_draws : int, default=10000
+        Monte Carlo draws of the posterior where it is not exact.
+    random_state : int, default=0
+        Seed of those draws.
+    exact : bool or None, default=None
+        Force (True) or forbid (False) the exact posterior; None: exact where possible.
+    variant : str, default="paper"
+        Indexing of the loss bound (``"paper"`` or ``"official"``).
+
+    Raises
+    ------
+    ValueError
+        From ``make``: any invalid field.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import RuleSpec
+    >>> spec = RuleSpec.make("crc", alpha=0.1)
+    >>> spec.method, spec.min_n
+    ('crc', 9)
+    >>> spec.admissible(np.array([[0.0] * 19, [1.0] * 19])).tolist()
+    [True, False]
     """
 
     rule: Rule = dataclasses.field(default_factory=BQRule)

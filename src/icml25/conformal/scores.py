@@ -81,7 +81,18 @@ class _Strategy:
 
 # --------------------------------------------------------------------------- regression
 class RegressionScore(_Strategy):
-    """Base class. ``fit`` stores fitted models on the (copied) score; then score / interval."""
+    """Base class. ``fit`` stores fitted models on the (copied) score; then score / interval.
+
+    Subclasses implement ``fit(estimator, X, y, *, alpha, prefit)``, ``predict(X)``,
+    ``score(X, y)`` (the conformity scores, shape (n,)) and ``interval(X, lam)`` (shape (n, 2));
+    an instance can be passed as ``conformity_score=`` to the regressors.
+
+    Examples
+    --------
+    >>> from icml25.conformal import AbsoluteResidual, CQR, RegressionScore
+    >>> isinstance(AbsoluteResidual(), RegressionScore), isinstance(CQR(), RegressionScore)
+    (True, True)
+    """
 
     def fit(self, estimator, X, y, *, alpha: float, prefit: bool) -> RegressionScore:
         raise NotImplementedError
@@ -109,7 +120,27 @@ def _pred(model, X) -> np.ndarray:
 
 
 class AbsoluteResidual(RegressionScore):
-    """|y - f(x)|; interval f(x) +- lambda (the same width everywhere)."""
+    """|y - f(x)|; interval f(x) +- lambda (the same width everywhere).
+
+    ``fit(estimator, X, y, alpha=..., prefit=...)`` fits a clone of the estimator
+    (``LinearRegression`` when None) or, with ``prefit=True``, checks that it is fitted.
+
+    Attributes
+    ----------
+    model_ : regressor
+        The fitted point model f.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import AbsoluteResidual
+    >>> X = np.arange(10.0).reshape(-1, 1); y = 2 * X[:, 0] + 1
+    >>> s = AbsoluteResidual().fit(None, X, y, alpha=0.1, prefit=False)
+    >>> s.score(X[:2], [1.5, 2.0])                 # f(x) = 1, 3
+    array([0.5, 1. ])
+    >>> s.interval(X[:1], 0.5)
+    array([[0.5, 1.5]])
+    """
 
     name = "absolute"
 
@@ -154,7 +185,7 @@ class NormalizedResidual(RegressionScore):
 
     Parameters
     ----------
-    difficulty : "knn", "knn_spread" or a regressor
+    difficulty : "knn", "knn_spread" or a regressor, default="knn"
         How sigma(x) is estimated on the training part: ``"knn"`` — mean |residual| of the
         ``n_neighbors`` nearest training points (a ``KNeighborsRegressor`` on |residual|);
         ``"knn_spread"`` — standard deviation of their targets; a regressor — fitted on
@@ -162,10 +193,34 @@ class NormalizedResidual(RegressionScore):
         (in-sample: cheaper, but flat for models that interpolate, e.g. forests).
         With ``prefit=True`` there is no training part: pass a *fitted* regressor that predicts
         the spread from X.
-    n_neighbors : int
-    cv : int or None
-    min_spread : float
+    n_neighbors : int, default=25
+        Neighbours of the ``"knn"`` and ``"knn_spread"`` difficulty estimates.
+    cv : int or None, default=5
+        Folds of the out-of-fold residuals (None: in-sample).
+    min_spread : float, default=0.05
         sigma is floored at ``min_spread`` times the mean training |residual| (no division by 0).
+
+    Attributes
+    ----------
+    model_ : regressor
+        The fitted point model f.
+
+    Raises
+    ------
+    ValueError
+        From ``fit``: a non-positive ``min_spread``, an unknown ``difficulty``, or
+        ``prefit=True`` without a fitted difficulty regressor.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import NormalizedResidual
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 4, size=(300, 1)); y = X[:, 0] + rng.normal(size=300) * X[:, 0]
+    >>> s = NormalizedResidual(n_neighbors=20).fit(None, X, y, alpha=0.1, prefit=False)
+    >>> lo_noise, hi_noise = s.spread(np.array([[0.5], [3.5]]))
+    >>> bool(hi_noise > 3 * lo_noise)              # wider where the noise is larger
+    True
     """
 
     name = "normalized"
@@ -241,6 +296,28 @@ class CQR(RegressionScore):
     The estimator is one quantile regressor (its ``quantile`` or, for ``loss="quantile"`` models,
     ``alpha`` parameter is set to alpha/2 and 1 - alpha/2; default ``QuantileRegressor``) or a
     pair (lower, upper). Interval [q_lo - lambda, q_hi + lambda].
+
+    Attributes
+    ----------
+    models_ : list of two regressors
+        The fitted lower and upper quantile models.
+
+    Raises
+    ------
+    ValueError
+        From ``fit``: a sequence of estimators that is not a pair, or a single estimator with
+        no quantile parameter.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import CQR
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 4, size=(300, 1)); y = X[:, 0] + rng.normal(size=300)
+    >>> s = CQR().fit(None, X, y, alpha=0.2, prefit=False)     # the 10% and 90% quantiles
+    >>> lo, hi = s.interval(np.array([[1.0]]), 0.0)[0]
+    >>> bool(lo < 1.0 < hi), s.score(np.array([[1.0]]), [hi + 1.0]).round(6)
+    (True, array([1.]))
     """
 
     name = "cqr"
@@ -300,7 +377,15 @@ class ClassificationScore(_Strategy):
     and at prediction; ``tie_break`` scores receive them at calibration only, and at prediction
     ``u = 0`` with the strict test s(x, k) < lambda ("include the last label"); others receive
     ``u=None``. ``max_score(K)`` bounds the scores (a label the model never saw is scored
-    above it).
+    above it). An instance can be passed as ``conformity_score=`` to the classifiers.
+
+    Examples
+    --------
+    >>> from icml25.conformal import APS, LAC, ClassificationScore
+    >>> isinstance(LAC(), ClassificationScore), LAC().max_score(3)
+    (True, 1.0)
+    >>> APS().needs_u("calibrate"), APS().needs_u("predict")
+    (True, False)
     """
 
     randomized = False
@@ -324,7 +409,18 @@ class ClassificationScore(_Strategy):
 
 
 class LAC(ClassificationScore):
-    """Least ambiguous classifier: s = 1 - p_k(x)."""
+    """Least ambiguous classifier: s = 1 - p_k(x).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import LAC
+    >>> s = LAC().label_scores(np.array([[0.6, 0.3, 0.1]]), None)
+    >>> s
+    array([[0.4, 0.7, 0.9]])
+    >>> LAC().in_set(s, 0.5)
+    array([[ True, False, False]])
+    """
 
     name = "lac"
 
@@ -388,6 +484,29 @@ class RAPS(APS):
     Labels past the ``k_reg`` most likely ones pay ``lam`` per rank, which cuts the long tail of
     unlikely labels that APS adds when the model is unsure. ``randomized`` and ``tie_break`` as
     for :class:`APS`.
+
+    Parameters
+    ----------
+    k_reg : int, default=1
+        Number of top labels that pay no penalty.
+    lam : float, default=0.01
+        Penalty per rank past ``k_reg``.
+    randomized : bool, default=False
+        As for :class:`APS`.
+    tie_break : bool, default=True
+        As for :class:`APS`.
+
+    Raises
+    ------
+    ValueError
+        From ``label_scores``: a negative or non-integer ``k_reg``, or a negative ``lam``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import RAPS
+    >>> RAPS(k_reg=1, lam=0.1).label_scores(np.array([[0.6, 0.3, 0.1]]), None)
+    array([[0. , 0.7, 1.1]])
     """
 
     name = "raps"
@@ -423,6 +542,21 @@ class TopK(ClassificationScore):
     ``randomized=True``: s = rank - 1 + u, u ~ U(0, 1) at calibration and prediction, so sets
     hold floor(lambda) or floor(lambda) + 1 labels and coverage is exactly 1 - alpha on average
     (a fixed k can only reach the coverage of the top-k accuracies).
+
+    Parameters
+    ----------
+    randomized : bool, default=False
+        Use the randomised score rank - 1 + u.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import TopK
+    >>> s = TopK().label_scores(np.array([[0.3, 0.6, 0.1]]), None)
+    >>> s
+    array([[2., 1., 3.]])
+    >>> TopK().in_set(s, 2)
+    array([[ True,  True, False]])
     """
 
     name = "top_k"

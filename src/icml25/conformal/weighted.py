@@ -115,6 +115,16 @@ def weighted_thresholds(scores, cal_weights, test_weights, alpha: float, *,
     ------
     ValueError
         For negative or non-finite weights, mismatched sizes or an unknown method.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.conformal import weighted_thresholds
+    >>> scores = np.arange(1.0, 11.0)            # ten calibration scores 1..10
+    >>> weighted_thresholds(scores, np.ones(10), [1.0, 5.0], alpha=0.2)
+    array([ 9., inf])
+
+    A heavy test point (weight 5 against a total of 10) gets no finite threshold.
     """
     s = np.asarray(scores, dtype=float).reshape(-1)
     if s.size == 0 or np.isnan(s).any():
