@@ -44,7 +44,37 @@ TIME_BINS = 64  # uniform diffusion: time tokens <t0>..<t63>, one per 1/64 of [0
 
 
 class Vocab:
-    """Word-level token ids for one task: a seed word is one token per character."""
+    """Word-level token ids for one task: a seed word is one token per character.
+
+    Parameters
+    ----------
+    tokens : sequence of str
+        The vocabulary in id order; must contain ``<pad>``, ``<mask>``, ``<dummy>`` and
+        ``</a>``.
+
+    Attributes
+    ----------
+    tokens : list of str
+        The tokens in id order.
+    index : dict of str to int
+        Token -> id.
+    pad, mask, dummy, end : int
+        The ids of ``<pad>``, ``<mask>``, ``<dummy>`` and ``</a>``.
+
+    Raises
+    ------
+    KeyError
+        When a special token is missing.
+
+    Examples
+    --------
+    >>> from icml25.creativity import Vocab, make_task
+    >>> vocab = Vocab(make_task("line", 0).vocab())
+    >>> len(vocab), vocab.prompt("ab", "<q>")
+    (54, [8, 9, 4])
+    >>> vocab.decode_answer(vocab.encode(["<a_0>", "</a>", "<a_1>"]))
+    '<a_0> </a>'
+    """
 
     def __init__(self, tokens: Sequence[str]) -> None:
         self.tokens = list(tokens)
@@ -292,12 +322,45 @@ def get_method(name: str) -> Method:
 
 def build_rows(task: str, examples: Sequence[Example], vocab: Vocab, method: str,
                rng: np.random.Generator | None = None) -> dict[str, torch.Tensor]:
-    """Tensors for training.
+    """Training tensors of ``examples`` for ``method``.
 
-    Causal methods: ``inputs``/``targets`` (R, L-1), next-token shifted, targets ``-100`` on
-    prompt and padding. Teacherless rows have every answer input replaced by ``<dummy>``.
-    Diffusion: ``tokens`` (R, L) and ``maskable`` (the answer span and trailing padding);
-    uniform diffusion's rows start with one slot for the time token.
+    Parameters
+    ----------
+    task : str
+        The task name.
+    examples : sequence of Example
+        The training lines.
+    vocab : Vocab
+        The method's vocabulary for the task.
+    method : str
+        A name of ``METHODS``.
+    rng : numpy.random.Generator or None, default=None
+        Draws used by methods that need them (None: seed 0).
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        Causal methods: ``inputs``/``targets`` (R, L-1), next-token shifted, targets ``-100``
+        on prompt and padding; teacherless rows have every answer input replaced by
+        ``<dummy>``. Diffusion: ``tokens`` (R, L) and bool ``maskable`` (the answer span and
+        trailing padding); uniform diffusion's rows start with one slot for the time token.
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, no examples, or a token outside ``vocab``.
+
+    Examples
+    --------
+    >>> from icml25.creativity import Vocab, build_rows, generate, make_task
+    >>> task = make_task("line", 0, n_entities=4, length=3, n_train=3)
+    >>> data = generate(task, seed_len=2)
+    >>> rows = build_rows("line", data.train, Vocab(task.vocab()), "ntp")
+    >>> rows["inputs"].shape, rows["targets"].shape
+    (torch.Size([3, 11]), torch.Size([3, 11]))
+    >>> rows = build_rows("line", data.train, Vocab(task.vocab()), "diffusion")
+    >>> rows["tokens"].shape, rows["maskable"].dtype
+    (torch.Size([3, 12]), torch.bool)
     """
     m = get_method(method)
     rng = rng or np.random.default_rng(0)

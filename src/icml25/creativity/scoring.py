@@ -32,7 +32,32 @@ from icml25.creativity.tasks import END, MARKERS, AnswerError, Example, Task
 
 @dataclasses.dataclass(frozen=True)
 class Judgement:
-    """One scored answer: ``error`` is set for unreadable lines (then the rest is meaningless)."""
+    """One scored answer, as :meth:`Scorer.judge` returns it.
+
+    Parameters
+    ----------
+    answer : str
+        The answer line as given.
+    coherent : bool, default=False
+        Whether it obeys the task's rule.
+    memorized : bool, default=False
+        Whether its canonical form is in the training set.
+    canonical : object, default=None
+        Its canonical form (equal for answers that differ only in order or names).
+    error : str or None, default=None
+        Set for unreadable lines (then the rest is meaningless).
+
+    Examples
+    --------
+    >>> from icml25.creativity import Scorer, generate, make_task
+    >>> data = generate("line", seed=0, seed_len=4, n_entities=4, length=3, n_train=3)
+    >>> scorer = Scorer(make_task("line", 0, n_entities=4, length=3), data.train)
+    >>> j = scorer.judge(data.train[0].line())
+    >>> j.coherent, j.memorized, j.error
+    (True, True, None)
+    >>> scorer.judge("oops").error
+    "unknown token(s) 'oops'"
+    """
 
     answer: str
     coherent: bool = False
@@ -62,6 +87,26 @@ class ScoreReport:
         Answers that could not be parsed.
     judgements : list of Judgement
         One per answer.
+
+    Parameters
+    ----------
+    creativity, coherence, uniqueness, memorization : float
+        The four shares above.
+    n : int
+        Answers scored.
+    n_errors : int
+        Unparsable answers.
+    judgements : list of Judgement
+        One per answer.
+
+    Examples
+    --------
+    >>> from icml25.creativity import Scorer, generate, make_task
+    >>> data = generate("line", seed=0, seed_len=4, n_entities=4, length=3, n_train=3)
+    >>> scorer = Scorer(make_task("line", 0, n_entities=4, length=3), data.train)
+    >>> report = scorer.score([data.train[0].line(), "oops"])
+    >>> report.memorization, report.creativity, report.n, report.n_errors
+    (1.0, 0.0, 1, 1)
     """
 
     creativity: float
@@ -82,8 +127,29 @@ class ScoreReport:
 def answer_tokens(text: str, vocab: set[str]) -> list[str]:
     """The answer tokens of one line, without ``</a>`` and what follows it.
 
-    Accepts a bare answer or a whole line (anything up to the last task marker is dropped).
-    Raises :class:`AnswerError` for empty lines and unknown tokens.
+    Parameters
+    ----------
+    text : str
+        A bare answer or a whole line (anything up to the last task marker is dropped).
+    vocab : set of str
+        The task's tokens (``set(task.vocab())``).
+
+    Returns
+    -------
+    list of str
+        The answer tokens.
+
+    Raises
+    ------
+    AnswerError
+        For an empty answer or tokens outside ``vocab``.
+
+    Examples
+    --------
+    >>> from icml25.creativity import answer_tokens, make_task
+    >>> vocab = set(make_task("line", 0).vocab())
+    >>> answer_tokens("ab12 <q> <a_0> <a_1> </a> <pad>", vocab)
+    ['<a_0>', '<a_1>']
     """
     words = text.split()
     marks = [i for i, w in enumerate(words) if w in MARKERS]
@@ -100,8 +166,26 @@ def answer_tokens(text: str, vocab: set[str]) -> list[str]:
 
 
 class Scorer:
-    """Scores answers of ``task`` against its training examples.
+    """Scores answers of ``task`` against its training examples (the paper's creativity,
+    coherence, uniqueness and memorisation).
 
+    Parameters
+    ----------
+    task : Task
+        The task instance whose rule decides coherence.
+    train : iterable of Example
+        The training lines (their answers count as memorised).
+    canonical_order : bool, default=False
+        For circle/line, compare answers as sets of named directed edges instead of the
+        renamed edge list.
+
+    Attributes
+    ----------
+    seen : set
+        Canonical forms of the training answers.
+
+    Examples
+    --------
     >>> from icml25.creativity.tasks import generate, make_task
     >>> data = generate("line", seed=0, n_train=100, n_test=10)
     >>> Scorer(make_task("line", 0), data.train).score([data.train[0].line()]).memorization

@@ -37,12 +37,48 @@ DEFAULTS: dict[str, dict[str, int | float]] = {
 
 
 class AnswerError(ValueError):
-    """An answer line that cannot be scored at all (empty, or tokens outside the vocabulary)."""
+    """An answer line that cannot be scored at all (empty, or tokens outside the vocabulary).
+
+    A subclass of ``ValueError``, raised by :func:`parse_line` and :func:`answer_tokens`.
+
+    Parameters
+    ----------
+    *args
+        The message, as for ``ValueError``.
+
+    Examples
+    --------
+    >>> from icml25.creativity import AnswerError, parse_line
+    >>> try:
+    ...     parse_line("no marker here")
+    ... except AnswerError as exc:
+    ...     print(exc)
+    expected '[SEED] MARKER ANSWER', got 'no marker here'
+    """
 
 
 @dataclasses.dataclass(frozen=True)
 class Example:
-    """One line: ``seed`` ("" for none), ``marker`` and the answer tokens (ending in ``</a>``)."""
+    """One training line: ``[SEED] MARKER ANSWER... </a>``.
+
+    Parameters
+    ----------
+    seed : str
+        The seed-conditioning prefix, "" for none.
+    marker : str
+        The task marker (``<q>``, ``tri:`` or ``edge:``).
+    answer : tuple of str
+        The answer tokens, ending in ``</a>``.
+
+    Examples
+    --------
+    >>> from icml25.creativity import Example
+    >>> ex = Example("ab12", "<q>", ("<a_0>", "<a_1>", "</a>"))
+    >>> ex.prompt()
+    'ab12 <q>'
+    >>> ex.line()
+    'ab12 <q> <a_0> <a_1> </a>'
+    """
 
     seed: str
     marker: str
@@ -56,7 +92,32 @@ class Example:
 
 
 def parse_line(line: str) -> Example:
-    """Split ``[SEED] MARKER ANSWER...`` into an :class:`Example` (no vocabulary check)."""
+    """Split ``[SEED] MARKER ANSWER...`` into an :class:`Example` (no vocabulary check).
+
+    Parameters
+    ----------
+    line : str
+        Whitespace-separated words: an optional seed of ``[a-z0-9]``, a task marker, then the
+        answer tokens.
+
+    Returns
+    -------
+    Example
+        The parsed line.
+
+    Raises
+    ------
+    AnswerError
+        When no marker comes first or second, or the seed uses other characters.
+
+    Examples
+    --------
+    >>> from icml25.creativity import parse_line
+    >>> parse_line("ab12 <q> <a_0> <a_1> </a>")
+    Example(seed='ab12', marker='<q>', answer=('<a_0>', '<a_1>', '</a>'))
+    >>> parse_line("<q> <a_0> </a>").seed
+    ''
+    """
     words = line.split()
     at = next((i for i, w in enumerate(words) if w in MARKERS), None)
     if at is None or at > 1:
@@ -69,7 +130,39 @@ def parse_line(line: str) -> Example:
 
 def make_seeds(n: int, length: int, rng: np.random.Generator,
                exclude: Iterable[str] = ()) -> list[str]:
-    """``n`` distinct random seeds of ``length`` symbols, none of them in ``exclude``."""
+    """Draw ``n`` distinct random seeds of ``length`` symbols from ``[a-z0-9]``, none of them
+    in ``exclude``.
+
+    Parameters
+    ----------
+    n : int
+        Seeds wanted.
+    length : int
+        Symbols per seed (0 gives ``n`` empty seeds).
+    rng : numpy.random.Generator
+        Source of the draws.
+    exclude : iterable of str, default=()
+        Seeds that may not be drawn (e.g. the training seeds).
+
+    Returns
+    -------
+    list of str
+        ``n`` distinct seeds.
+
+    Raises
+    ------
+    ValueError
+        When fewer than ``n`` distinct seeds of that length are left.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.creativity import make_seeds
+    >>> make_seeds(3, 4, np.random.default_rng(0))
+    ['4wsj', 'lbca', 'g3x6']
+    >>> make_seeds(2, 0, np.random.default_rng(0))
+    ['', '']
+    """
     if length == 0:
         return [""] * n
     taken = set(exclude)
@@ -89,7 +182,40 @@ def make_seeds(n: int, length: int, rng: np.random.Generator,
 
 
 class Task:
-    """A task instance: its (hidden) knowledge, vocabulary, generator and coherence rule."""
+    """A task instance: its (hidden) knowledge, vocabulary, generator and coherence rule.
+
+    The base class of the four tasks (``sibling``, ``triangle``, ``circle``, ``line``); build
+    one with :func:`make_task`.
+
+    Parameters
+    ----------
+    seed : int, default=0
+        Seeds the hidden knowledge (the graph) of the instance.
+    **params
+        The task's size parameters (see ``icml25.creativity.tasks.DEFAULTS``), overriding its
+        defaults.
+
+    Attributes
+    ----------
+    seed : int
+        The instance seed.
+    params : dict
+        The task's parameters, defaults filled in.
+
+    Raises
+    ------
+    ValueError
+        For an unknown parameter or one that is not positive.
+
+    Examples
+    --------
+    >>> from icml25.creativity import Task, make_task
+    >>> task = make_task("line", seed=0, n_entities=4, length=3)
+    >>> isinstance(task, Task), task.params["n_train"]
+    (True, 10000)
+    >>> task.vocab()[:6]
+    ['<pad>', '<mask>', '<dummy>', '<sep>', '<q>', '</a>']
+    """
 
     name = ""
     marker = Q
@@ -146,7 +272,26 @@ def _pairs(tokens: Sequence[str]) -> list[tuple[str, str]] | None:
 
 def relabel(pairs: Sequence[tuple[str, str]]) -> tuple[tuple[int, int], ...]:
     """Rename nodes by order of first appearance: the edge-order pattern (the paper's resolving
-    permutation), identical for two outputs that differ only in node names."""
+    permutation), identical for two outputs that differ only in node names.
+
+    Parameters
+    ----------
+    pairs : sequence of tuple of (str, str)
+        Directed edges ``(u, v)`` in output order.
+
+    Returns
+    -------
+    tuple of tuple of (int, int)
+        The edges with each node replaced by its rank of first appearance.
+
+    Examples
+    --------
+    >>> from icml25.creativity import relabel
+    >>> relabel([("x", "y"), ("y", "z")])
+    ((0, 1), (1, 2))
+    >>> relabel([("b", "c"), ("c", "a")]) == relabel([("x", "y"), ("y", "z")])
+    True
+    """
     names: dict[str, int] = {}
     return tuple((names.setdefault(u, len(names)), names.setdefault(v, len(names)))
                  for u, v in pairs)
@@ -435,7 +580,33 @@ def make_task(name: str, seed: int = 0, **params) -> Task:
 
 @dataclasses.dataclass
 class Dataset:
-    """A generated benchmark: training lines, fresh test prompts and what regenerates them."""
+    """A generated benchmark: training lines, fresh test prompts and what regenerates them.
+
+    Parameters
+    ----------
+    task : str
+        The task name.
+    seed : int
+        The instance seed.
+    seed_len : int
+        Symbols per seed-conditioning prefix (0: none).
+    params : dict
+        The task parameters.
+    train : list of Example
+        The training lines.
+    test_prompts : list of str
+        Fresh prompts (seeds unseen in training) for generation.
+
+    Examples
+    --------
+    >>> from icml25.creativity import generate
+    >>> data = generate("line", seed=0, seed_len=4, n_entities=4, length=3, n_train=3,
+    ...                 n_test=2)
+    >>> data.test_prompts
+    ['shel <q>', 'xpts <q>']
+    >>> data.meta()["n_train"]
+    3
+    """
 
     task: str
     seed: int
@@ -454,6 +625,37 @@ def generate(task: str | Task, *, seed: int = 0, seed_len: int = 10, **params) -
     """Generate a training set (one unique seed per seeded example) and fresh test prompts.
 
     Deterministic given ``seed``: the same arguments give the same lines.
+
+    Parameters
+    ----------
+    task : str or Task
+        A task name of ``TASKS`` or a built task.
+    seed : int, default=0
+        Seeds the task instance and the draws.
+    seed_len : int, default=10
+        Symbols per seed-conditioning prefix (0: no seeds).
+    **params
+        Task parameters (when ``task`` is a name), as in :func:`make_task`.
+
+    Returns
+    -------
+    Dataset
+        The training lines and the test prompts.
+
+    Raises
+    ------
+    ValueError
+        For a negative ``seed_len``, an unknown task or a bad parameter.
+
+    Examples
+    --------
+    >>> from icml25.creativity import generate
+    >>> data = generate("line", seed=0, seed_len=4, n_entities=4, length=3, n_train=3,
+    ...                 n_test=2)
+    >>> data.train[0].line()
+    'vykc <q> <a_3> <a_0> <sep> <a_2> <a_3> <sep> <a_0> <a_1> </a>'
+    >>> len(data.train), data.test_prompts
+    (3, ['shel <q>', 'xpts <q>'])
     """
     if seed_len < 0:
         raise ValueError("seed_len must be >= 0")

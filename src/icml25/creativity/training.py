@@ -36,7 +36,87 @@ GENERATE_BATCH = 512  # prompts per forward pass on the CPU (on a GPU: what fits
 
 @dataclasses.dataclass
 class TrainSettings:
-    """Model and optimisation settings (defaults: a tiny model that trains on a CPU)."""
+    """Model and optimisation settings of :func:`train_model` (defaults: a tiny model that
+    trains on a CPU).
+
+    Parameters
+    ----------
+    method : str, default="ntp"
+        Training method, a name of ``METHODS`` (``ntp``, ``teacherless``, ``diffusion``,
+        ``diffusion-uniform``).
+    seed_len : int or None, default=None
+        None keeps the data's seeds; 0 strips them; N gives fresh N-symbol seeds.
+    d_model, n_layers, n_heads : int, default=128, 4, 4
+        Transformer width, depth and heads.
+    steps : int, default=2000
+        Optimizer steps.
+    batch_size : int, default=64
+        Rows per step.
+    lr : float, default=1e-3
+        Peak learning rate.
+    warmup_steps : int, default=100
+        Linear warm-up steps.
+    weight_decay : float, default=0.01
+        AdamW weight decay.
+    min_lr_ratio : float, default=0.1
+        The cosine decays to ``lr * min_lr_ratio`` (1.0: constant after the warm-up).
+    dropout : float, default=0.0
+        Dropout rate.
+    positions : {"learned", "rotary"}, default="learned"
+        Position encoding.
+    qk_init_std : float or None, default=None
+        Init std of the query/key weights (None: 0.02 like every other weight).
+    token_shift : bool, default=False
+        Input = token + previous token.
+    layer_shift : bool, default=False
+        Every block also mixes in its left neighbour.
+    fresh_min_nodes : int or None, default=None
+        Curriculum: every batch is freshly generated Line/Circle answers with node counts from
+        this many up to the task's own (at least 3).
+    init_from : str or None, default=None
+        A saved model folder whose weights start the run.
+    head_only_steps : int, default=0
+        First train only the output head and final norm on ``init_from``'s features.
+    head_lr : float, default=3e-3
+        Learning rate of the head-only phase.
+    replay_weight : float, default=0.0
+        Weight of a replay loss that keeps training the start's lookup skill.
+    replay_batch : int, default=32
+        Fresh answers per step for the replay loss.
+    anchor_weight : float, default=0.0
+        L2-SP weight pulling the body towards its ``init_from`` start.
+    seed : int, default=0
+        Seeds initialisation, reseeding and batches.
+    eval_every : int, default=0
+        > 0: score generations every N steps (the learning curve).
+    eval_n : int, default=256
+        Generations per learning-curve point.
+    keep_snapshots : bool, default=False
+        Keep the weights at every learning-curve point (needs ``eval_every``).
+    checkpoint_every : int, default=0
+        > 0: a resumable checkpoint every N steps (0: only at the end).
+    device, precision, compile, grad_accum_steps, max_seconds, budget_seconds, compile_mode
+        As in ``icml25.nn.TrainConfig`` (defaults ``"auto"``, ``"fp32"``, False, 1, None,
+        None, None).
+
+    Raises
+    ------
+    ValueError
+        For an unknown method or positions, a negative ``seed_len``, or options that need
+        another (``head_only_steps``, ``replay_weight`` and ``anchor_weight`` need
+        ``init_from``; ``keep_snapshots`` needs ``eval_every``).
+
+    Examples
+    --------
+    >>> from icml25.creativity import TrainSettings
+    >>> s = TrainSettings(method="diffusion", steps=100, d_model=32, n_layers=2, n_heads=2)
+    >>> s.train_config(out_dir=None).steps
+    100
+    >>> TrainSettings(method="gpt")
+    Traceback (most recent call last):
+    ...
+    ValueError: method must be one of (...), got 'gpt'
+    """
 
     method: str = "ntp"
     seed_len: int | None = None  # None: the data's seeds; 0: strip them; N: fresh N-symbol seeds
@@ -180,7 +260,33 @@ class Run:
 
 
 def load_run(directory: str | Path) -> Run:
-    """Load a run written by :meth:`Run.save` (or by ``icml25 creativity train``)."""
+    """Load a run written by :meth:`Run.save` (or by ``icml25 creativity train``).
+
+    Parameters
+    ----------
+    directory : str or pathlib.Path
+        The run folder (its ``model/`` subfolder is found).
+
+    Returns
+    -------
+    Run
+        The model (in eval mode), task, vocabulary, method, seed length and training lines.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the folder holds no ``config.json``.
+    ValueError
+        When the saved model is not a creativity run.
+
+    Examples
+    --------
+    >>> from icml25.creativity import load_run
+    >>> from icml25.creativity.shipped import shipped_dir
+    >>> run = load_run(shipped_dir("line-ntp"))
+    >>> run.task.name, run.method, run.seed_len, len(run.train)
+    ('line', 'ntp', 10, 10000)
+    """
     directory = Path(directory)
     if (directory / "model" / "config.json").exists():
         directory = directory / "model"
@@ -219,10 +325,50 @@ def train_model(task: Task, examples: Sequence[Example], settings: TrainSettings
                 probe: Callable[[Run], dict] | None = None) -> Run:
     """Train one model from scratch on ``examples`` of ``task`` with ``settings.method``.
 
-    ``on_eval`` gets each learning-curve point, ``on_log`` each trainer log row (loss, lr,
-    examples/s). With ``out_dir`` and ``resume``, a run killed (or stopped by ``max_seconds``)
-    goes on from its last checkpoint, its learning curve kept in ``out_dir/curve.jsonl``.
-    ``probe(run)`` adds its keys to each learning-curve point (e.g. the hop probe's ratios)."""
+    Parameters
+    ----------
+    task : Task
+        The task instance.
+    examples : sequence of Example
+        The training lines (e.g. ``generate(...).train``).
+    settings : TrainSettings
+        Method, model size and optimisation.
+    out_dir : str, pathlib.Path or None, default=None
+        Where checkpoints and the learning curve (``curve.jsonl``) go (None: in memory).
+    resume : bool, default=False
+        With ``out_dir``, go on from its last checkpoint (a run killed or stopped by
+        ``max_seconds``).
+    on_eval : callable or None, default=None
+        Called with each learning-curve point.
+    on_log : callable or None, default=None
+        Called with each trainer log row (loss, lr, examples/s).
+    probe : callable or None, default=None
+        ``probe(run)`` adds its keys to each learning-curve point.
+
+    Returns
+    -------
+    Run
+        The trained model with its task, vocabulary, training lines and curve.
+
+    Raises
+    ------
+    ValueError
+        For training seeds of mixed lengths, no examples, or an ``init_from`` of another
+        architecture.
+
+    Examples
+    --------
+    Two steps of a tiny model (a real run is ``icml25 creativity train``):
+
+    >>> from icml25.creativity import TrainSettings, generate, make_task, train_model
+    >>> task = make_task("line", 0, n_entities=4, length=3, n_train=3)
+    >>> data = generate(task, seed_len=2)
+    >>> settings = TrainSettings(steps=2, batch_size=4, d_model=16, n_layers=1, n_heads=2,
+    ...                          device="cpu")
+    >>> run = train_model(task, data.train, settings)
+    >>> run.method, run.seed_len, len(run.train)
+    ('ntp', 2, 3)
+    """
     s = settings
     rng = np.random.default_rng([s.seed, 3])
     examples = reseed(examples, s.seed_len, rng)
@@ -462,13 +608,52 @@ def generate_answers(run: Run, prompts: Sequence[str], *, temperature: float = 0
                      top_k: int | None = None, diffusion_steps: int | None = None,
                      planner: str | None = None, generator: torch.Generator | None = None,
                      batch_size: int | None = None, device: str | None = None) -> list[str]:
-    """One answer per prompt: greedy at ``temperature=0``, else sampled (``top_k`` optional;
-    off by default). Diffusion models fill the answer span (``diffusion_steps`` denoising
-    steps: absorbing default one per answer token, uniform two); absorbing diffusion unmasks
-    in random order (the paper's) unless ``planner`` names one of :data:`icml25.mdm.PLANNERS`.
+    """One answer per prompt: greedy at ``temperature=0``, else sampled.
 
-    ``device`` moves the model there first (default: where it is); ``batch_size`` defaults to
-    what suits it (512 on the CPU). Draws are made where ``generator`` lives."""
+    Diffusion models fill the answer span; absorbing diffusion unmasks in random order (the
+    paper's) unless ``planner`` names one.
+
+    Parameters
+    ----------
+    run : Run
+        A trained run (:func:`train_model` or :func:`load_run`).
+    prompts : sequence of str
+        ``[SEED] MARKER`` prompts, all of the same length.
+    temperature : float, default=0.0
+        0 decodes greedily; above 0 samples at that temperature.
+    top_k : int or None, default=None
+        Sample only among the ``top_k`` most likely tokens (None: off).
+    diffusion_steps : int or None, default=None
+        Denoising steps (None: absorbing one per answer token, uniform two).
+    planner : str or None, default=None
+        An unmasking order of ``icml25.mdm.PLANNERS``, for absorbing diffusion only.
+    generator : torch.Generator or None, default=None
+        Source of the draws (they are made where it lives).
+    batch_size : int or None, default=None
+        Prompts per pass (None: what suits the device, 512 on the CPU).
+    device : str or None, default=None
+        Move the model there first (None: where it is).
+
+    Returns
+    -------
+    list of str
+        One answer per prompt, up to and including ``</a>``.
+
+    Raises
+    ------
+    ValueError
+        For a negative temperature, ``top_k < 1``, a planner for a method without an order,
+        or prompts of different lengths.
+
+    Examples
+    --------
+    >>> from icml25.creativity import load_run
+    >>> from icml25.creativity.shipped import shipped_dir
+    >>> run = load_run(shipped_dir("line-ntp"))
+    >>> answer = generate_answers(run, ["abcdefghij <q>"])[0]
+    >>> run.task.canonical(answer.split()[:-1]) is not None  # coherent: a path of the graph
+    True
+    """
     if temperature < 0:
         raise ValueError("temperature must be >= 0")
     if top_k is not None and top_k < 1:
@@ -498,11 +683,47 @@ def evaluate_model(run: Run, *, scorer: Scorer | None = None, n: int = 1024,
                    temperature: float | None = None, top_k: int | None = None,
                    planner: str | None = None, rng: np.random.Generator | None = None,
                    seed: int = 0, device: str | None = None) -> dict:
-    """Score ``n`` generations, one per fresh test prompt, made on ``device`` (default: where
-    the model is; its random draws are made there too).
+    """Score ``n`` generations, one per fresh test prompt (a seed unseen in training).
 
     Default decoding: greedy for causal models (seed-conditioning; a model trained without seeds
     is then deterministic, so pass a temperature), temperature 1 for diffusion models.
+
+    Parameters
+    ----------
+    run : Run
+        A trained run.
+    scorer : Scorer or None, default=None
+        None scores against the run's own training lines.
+    n : int, default=1024
+        Generations to score.
+    temperature : float or None, default=None
+        None for the method's default (above).
+    top_k : int or None, default=None
+        As in :func:`generate_answers`.
+    planner : str or None, default=None
+        As in :func:`generate_answers`.
+    rng : numpy.random.Generator or None, default=None
+        Draws the prompts' seeds (None: from ``seed``).
+    seed : int, default=0
+        Seeds ``rng`` when it is None.
+    device : str or None, default=None
+        Where the model runs and its draws are made (None: where it is).
+
+    Returns
+    -------
+    dict
+        ``creativity``, ``coherence``, ``uniqueness``, ``memorization``, ``n``, ``n_errors``
+        (unreadable generations count as incoherent), ``temperature``, ``top_k``,
+        ``seed_len`` and, when given, ``planner``.
+
+    Examples
+    --------
+    >>> from icml25.creativity import load_run
+    >>> from icml25.creativity.shipped import shipped_dir
+    >>> run = load_run(shipped_dir("line-ntp"))
+    >>> report = evaluate_model(run, n=8)
+    >>> report["n"], report["temperature"], 0.0 <= report["creativity"] <= 1.0
+    (8, 0.0, True)
     """
     rng = rng if rng is not None else np.random.default_rng(seed)
     scorer = scorer or Scorer(run.task, run.train)
