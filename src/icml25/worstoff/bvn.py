@@ -107,10 +107,32 @@ def bvn_cdf(x, y, rho):
     """Standard bivariate normal CDF ``P(X <= x, Y <= y)`` with correlation ``rho``.
 
     Broadcasts ``x``, ``y`` and ``rho`` like a NumPy ufunc; infinite limits and ``|rho| = 1``
-    are exact. Raises ``ValueError`` for NaN or ``|rho| > 1``.
+    are exact.
 
+    Parameters
+    ----------
+    x, y : float or array-like
+        Upper limits (``-inf`` / ``inf`` allowed).
+    rho : float or array-like
+        Correlation, in [-1, 1].
+
+    Returns
+    -------
+    float or ndarray
+        The probability, broadcast over the inputs.
+
+    Raises
+    ------
+    ValueError
+        For NaN inputs or ``|rho| > 1``.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import bvn_cdf
     >>> round(bvn_cdf(0.0, 0.0, 0.5), 12)  # 1/4 + asin(0.5)/(2 pi) = 1/3
     0.333333333333
+    >>> bvn_cdf([0.0, float("inf")], 0.0, 0.5).round(6)     # an infinite limit: Phi(0)
+    array([0.333333, 0.5     ])
     """
     x = as_float_array("x", x)
     y = as_float_array("y", y)

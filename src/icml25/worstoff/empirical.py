@@ -115,7 +115,30 @@ def recalibrate(y, yhat) -> np.ndarray:
 
 
 def r2_score(y, yhat) -> float:
-    """Coefficient of determination ``1 - SSE/SST`` (the paper's R^2)."""
+    """Coefficient of determination ``1 - SSE/SST`` (the paper's R^2).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Outcomes.
+    yhat : array-like of shape (n,)
+        Predictions.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        For inputs of different lengths, too short, or not finite.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import r2_score
+    >>> r2_score([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 5.0])
+    0.8
+    """
     y, yhat = check_outcomes(y, yhat)
     return float(1.0 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2))
 
@@ -152,8 +175,38 @@ def empirical_value(y, yhat, alpha, beta, *, lower_is_worse: bool = True):
     """Empirical recall ``V(alpha, beta)`` of screening the ``alpha`` fraction with the worst
     predictions; vectorised over ``alpha`` (``beta`` a scalar).
 
-    >>> y = np.arange(10.0); round(empirical_value(y, y, 0.2, 0.2), 6)
-    1.0
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Outcomes.
+    yhat : array-like of shape (n,)
+        Predictions (only their ranking matters; ties are screened fractionally).
+    alpha : float or array-like
+        Screening capacity, in [0, 1].
+    beta : float
+        Target fraction, in (0, 1).
+    lower_is_worse : bool, default=True
+        Whether low outcomes (and predictions) are the worse ones.
+
+    Returns
+    -------
+    float or ndarray
+        Expected recall, shaped like ``alpha``.
+
+    Raises
+    ------
+    ValueError
+        For mismatched or invalid inputs, or a fraction outside its range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.worstoff import empirical_value
+    >>> y = np.arange(10.0)
+    >>> empirical_value(y, y, [0.1, 0.2], 0.2)            # a perfect ranking
+    array([0.5, 1. ])
+    >>> round(empirical_value(y, np.zeros(10), 0.2, 0.2), 6)  # all tied: random screening
+    0.2
     """
     y, yhat = _oriented(y, yhat, lower_is_worse)
     alpha = check_fraction("alpha", alpha, low_open=False, high_open=False)
@@ -165,7 +218,41 @@ def empirical_value(y, yhat, alpha, beta, *, lower_is_worse: bool = True):
 
 def capacity_needed(y, yhat, beta, recall, *, lower_is_worse: bool = True):
     """Smallest screening capacity ``alpha`` whose expected recall reaches ``recall``
-    (``alpha* = inf{alpha : V(alpha, beta) >= p}``); vectorised over ``recall``."""
+    (``alpha* = inf{alpha : V(alpha, beta) >= p}``); vectorised over ``recall``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Outcomes.
+    yhat : array-like of shape (n,)
+        Predictions.
+    beta : float
+        Target fraction, in (0, 1).
+    recall : float or array-like
+        Target recall(s), in [0, 1].
+    lower_is_worse : bool, default=True
+        Whether low outcomes (and predictions) are the worse ones.
+
+    Returns
+    -------
+    float or ndarray
+        The capacity, shaped like ``recall``.
+
+    Raises
+    ------
+    ValueError
+        For mismatched or invalid inputs, or a fraction outside its range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.worstoff import capacity_needed
+    >>> y = np.arange(10.0)
+    >>> capacity_needed(y, y, 0.2, [0.5, 1.0])
+    array([0.1, 0.2])
+    >>> round(float(capacity_needed(y, np.zeros(10), 0.2, 0.5)), 6)   # random: alpha = recall
+    0.5
+    """
     y, yhat = _oriented(y, yhat, lower_is_worse)
     beta = float(check_fraction("beta", beta))
     recall = check_fraction("recall", recall, low_open=False, high_open=False)
@@ -188,7 +275,39 @@ def improve_predictions(y, yhat, delta_r2, *, mask=None):
     ``yhat + delta * (y - yhat)`` with ``delta = 1 - sqrt(1 - delta_r2 * SST / SSE)``: residuals
     keep their shape and shrink by ``1 - delta``. With ``mask`` only that subgroup's residuals
     shrink (uneven improvement, e.g. better data for one region), still raising overall R^2 by
-    ``delta_r2``. Raises if the requested gain exceeds what the (sub)group's residuals allow.
+    ``delta_r2``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Outcomes.
+    yhat : array-like of shape (n,)
+        Predictions.
+    delta_r2 : float
+        Gain in R^2, positive.
+    mask : array-like of bool, shape (n,), or None, default=None
+        Subgroup whose residuals shrink (None: everybody).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        The improved predictions.
+
+    Raises
+    ------
+    ValueError
+        If the gain exceeds what the (sub)group's residuals allow, or ``mask`` has the wrong
+        shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.worstoff import improve_predictions, r2_score
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=500); yhat = y + rng.normal(size=500)
+    >>> better = improve_predictions(y, yhat, 0.1)
+    >>> round(r2_score(y, better) - r2_score(y, yhat), 6)
+    0.1
     """
     y, yhat = check_outcomes(y, yhat)
     delta_r2 = float(check_positive("delta_r2", delta_r2))
@@ -239,6 +358,35 @@ def predictions_at_r2(y, yhat, target_r2: float, *, seed=0) -> np.ndarray:
     Above the current R^2: :func:`improve_predictions` (residual scaling). Below it: calibrated
     noise injection (shuffled residuals, then a least-squares line; ``seed`` fixes the shuffle).
     At 0: a constant (everybody tied, so screening is random and recall equals alpha).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Outcomes.
+    yhat : array-like of shape (n,)
+        Predictions.
+    target_r2 : float
+        The R^2 wanted, in [0, 1].
+    seed : int or numpy.random.Generator, default=0
+        Seed of the shuffle (used below the current R^2).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        For invalid inputs or a target outside [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.worstoff import predictions_at_r2, r2_score
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=500); yhat = y + rng.normal(size=500)
+    >>> round(r2_score(y, predictions_at_r2(y, yhat, 0.3)), 6)
+    0.3
     """
     from icml25.core import make_rng
 
@@ -352,6 +500,48 @@ def empirical_par_at_r2(y, yhat, alpha, beta, r2, d_alpha=0.1, d_r2=0.1, *,
     shape of the user's model is kept. With ``recalibrate=True`` (default) ``yhat`` is first
     put on the outcome's scale (:func:`recalibrate`); at the model's own (recalibrated) R^2
     this equals :func:`empirical_par`.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Outcomes.
+    yhat : array-like of shape (n,)
+        Predictions.
+    alpha : float or array-like
+        Screening capacity, in (0, 1).
+    beta : float
+        Target fraction, in (0, 1).
+    r2 : float
+        The regime's R^2, in [0, 1).
+    d_alpha : float, default=0.1
+        Step of capacity.
+    d_r2 : float, default=0.1
+        Step of R^2.
+    lower_is_worse : bool, default=True
+        Whether low outcomes (and predictions) are the worse ones.
+    seed : int, default=0
+        Seed of the noise injection.
+    recalibrate : bool, default=True
+        Put ``yhat`` on the outcome's scale first.
+
+    Returns
+    -------
+    float or ndarray
+        The empirical PAR, shaped like ``alpha``.
+
+    Raises
+    ------
+    ValueError
+        If ``r2 + d_r2`` or ``alpha + d_alpha`` exceeds 1, or an input is invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.worstoff import empirical_par_at_r2
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=500); yhat = y + rng.normal(size=500)
+    >>> round(float(empirical_par_at_r2(y, yhat, 0.2, 0.2, r2=0.3)), 3)
+    2.5
     """
     y, yhat = check_outcomes(y, yhat)
     if recalibrate:
@@ -375,6 +565,41 @@ def delta_alpha_star(y, yhat_better, yhat_simple, alpha, beta, *, lower_is_worse
     ``inf{d > 0 : V_simple(alpha + d) - V_simple(alpha) >= V_better(alpha) - V_simple(alpha)}``;
     0 where the simpler model is already as good, ``nan`` where it cannot catch up within
     ``1 - beta`` (the paper's search range) or before everybody is screened.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Outcomes.
+    yhat_better : array-like of shape (n,)
+        Predictions of the better model.
+    yhat_simple : array-like of shape (n,)
+        Predictions of the simpler model.
+    alpha : float or array-like
+        Screening capacity, in (0, 1).
+    beta : float
+        Target fraction, in (0, 1).
+    lower_is_worse : bool, default=True
+        Whether low outcomes (and predictions) are the worse ones.
+
+    Returns
+    -------
+    float or ndarray
+        The extra capacity, shaped like ``alpha``.
+
+    Raises
+    ------
+    ValueError
+        For mismatched or invalid inputs, or a fraction outside its range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.worstoff import delta_alpha_star
+    >>> y = np.arange(10.0)
+    >>> float(delta_alpha_star(y, np.zeros(10), y, 0.2, 0.2))   # the simpler one is better
+    0.0
+    >>> float(delta_alpha_star(y, y, np.zeros(10), 0.2, 0.2))   # random needs 0.8 > 1 - beta
+    nan
     """
     y, yhat_better = check_outcomes(y, yhat_better, names=("y", "yhat_better"))
     _, yhat_simple = check_outcomes(y, yhat_simple, names=("y", "yhat_simple"))

@@ -104,6 +104,33 @@ def dvalue_dalpha(alpha, beta, r2):
 
     At ``R^2 = 1`` the limit is ``1/beta`` below ``beta``, ``0`` above and ``1/(2 beta)`` at
     ``alpha = beta`` (where V has a kink).
+
+    Parameters
+    ----------
+    alpha : float or array-like
+        Screening capacity, in (0, 1).
+    beta : float or array-like
+        Target fraction (the worst-off), in (0, 1).
+    r2 : float or array-like
+        R^2 of the predictor, in [0, 1].
+
+    Returns
+    -------
+    float or ndarray
+        The derivative, broadcast over the inputs.
+
+    Raises
+    ------
+    ValueError
+        If a fraction is outside its range.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import dvalue_dalpha
+    >>> round(dvalue_dalpha(0.2, 0.2, 0.25), 4)
+    1.5676
+    >>> dvalue_dalpha(0.1, 0.2, 1.0)            # perfect ranking: 1 / beta below beta
+    5.0
     """
     alpha = check_fraction("alpha", alpha)
     beta = check_fraction("beta", beta)
@@ -127,6 +154,33 @@ def dvalue_dr2(alpha, beta, r2):
 
     Infinite at ``R^2 = 0`` and, when ``alpha = beta``, at ``R^2 = 1``; zero at ``R^2 = 1``
     otherwise (Theorem 3.2's "first and last mile").
+
+    Parameters
+    ----------
+    alpha : float or array-like
+        Screening capacity, in (0, 1).
+    beta : float or array-like
+        Target fraction (the worst-off), in (0, 1).
+    r2 : float or array-like
+        R^2 of the predictor, in [0, 1].
+
+    Returns
+    -------
+    float or ndarray
+        The derivative, broadcast over the inputs.
+
+    Raises
+    ------
+    ValueError
+        If a fraction is outside its range.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import dvalue_dr2
+    >>> round(dvalue_dr2(0.2, 0.2, 0.25), 4)
+    0.573
+    >>> dvalue_dr2(0.2, 0.2, 0.0)               # the "first mile"
+    inf
     """
     alpha = check_fraction("alpha", alpha)
     beta = check_fraction("beta", beta)
@@ -160,7 +214,35 @@ def _log_local_par(alpha, beta, r2) -> np.ndarray:
 
 
 def log_local_par(alpha, beta, r2):
-    """Natural log of :func:`local_par`; finite where the ratio itself overflows."""
+    """Natural log of :func:`local_par`; finite where the ratio itself overflows.
+
+    Parameters
+    ----------
+    alpha : float or array-like
+        Screening capacity, in (0, 1).
+    beta : float or array-like
+        Target fraction (the worst-off), in (0, 1).
+    r2 : float or array-like
+        R^2 of the predictor, in [0, 1].
+
+    Returns
+    -------
+    float or ndarray
+        log of the local PAR (``-inf`` at ``R^2 = 0``).
+
+    Raises
+    ------
+    ValueError
+        If a fraction is outside its range.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import log_local_par
+    >>> round(log_local_par(0.2, 0.2, 0.2), 4)            # log(2.47)
+    0.9051
+    >>> round(log_local_par(1e-300, 0.2, 0.5), 1)         # local_par itself overflows
+    1330.9
+    """
     alpha = check_fraction("alpha", alpha)
     beta = check_fraction("beta", beta)
     r2 = check_r2("r2", r2)
@@ -311,6 +393,31 @@ def policy_curve(y, alpha, r2):
 
     Weighting this curve by the density of ``Y`` below ``Phi^-1(beta)`` and dividing by ``beta``
     gives ``V``.
+
+    Parameters
+    ----------
+    y : float or array-like
+        Standardised outcome values.
+    alpha : float or array-like
+        Screening capacity, in (0, 1).
+    r2 : float or array-like
+        R^2 of the predictor, in [0, 1].
+
+    Returns
+    -------
+    float or ndarray
+        Probability of being screened, broadcast over the inputs.
+
+    Raises
+    ------
+    ValueError
+        If a fraction is outside its range.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import policy_curve
+    >>> policy_curve([-2.0, 0.0, 2.0], alpha=0.2, r2=0.25).round(3)
+    array([0.573, 0.166, 0.017])
     """
     alpha = check_fraction("alpha", alpha)
     r2 = check_r2("r2", r2)
@@ -331,6 +438,29 @@ def lognormal_r2_level(r2_log, sigma2_log):
     log-variance explained, the best predictor ``E[Y | X]`` explains
     ``(exp(R^2_log * s) - 1) / (exp(s) - 1)`` of the variance of ``Y`` (``s = sigma2_log``); it
     equals the squared correlation of ``Y`` and ``Yhat``.
+
+    Parameters
+    ----------
+    r2_log : float or array-like
+        R^2 on the log scale, in [0, 1].
+    sigma2_log : float or array-like
+        Variance of ``log Y``, positive.
+
+    Returns
+    -------
+    float or ndarray
+        R^2 on the natural scale (below ``r2_log``).
+
+    Raises
+    ------
+    ValueError
+        If ``r2_log`` is outside [0, 1] or ``sigma2_log`` is not positive.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import lognormal_r2_level
+    >>> round(lognormal_r2_level(0.5, 1.0), 4)
+    0.3775
     """
     r2_log = check_r2("r2_log", r2_log)
     s = check_positive("sigma2_log", sigma2_log)
@@ -338,7 +468,31 @@ def lognormal_r2_level(r2_log, sigma2_log):
 
 
 def lognormal_r2_log(r2_level, sigma2_log):
-    """Inverse of :func:`lognormal_r2_level`: log-scale R^2 from the natural-scale R^2."""
+    """Inverse of :func:`lognormal_r2_level`: log-scale R^2 from the natural-scale R^2.
+
+    Parameters
+    ----------
+    r2_level : float or array-like
+        R^2 on the natural scale, in [0, 1].
+    sigma2_log : float or array-like
+        Variance of ``log Y``, positive.
+
+    Returns
+    -------
+    float or ndarray
+        R^2 on the log scale.
+
+    Raises
+    ------
+    ValueError
+        If ``r2_level`` is outside [0, 1] or ``sigma2_log`` is not positive.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import lognormal_r2_level, lognormal_r2_log
+    >>> round(lognormal_r2_log(lognormal_r2_level(0.5, 1.0), 1.0), 4)
+    0.5
+    """
     r2_level = check_r2("r2_level", r2_level)
     s = check_positive("sigma2_log", sigma2_log)
     return scalar_or_array(np.log1p(r2_level * np.expm1(s)) / s)
@@ -350,6 +504,33 @@ def lognormal_value(alpha, beta, r2_level, sigma2_log):
     Screening and the worst-off set depend only on ranks, which ``log`` preserves, so V is the
     Gaussian V at the log-scale R^2. Using the natural-scale R^2 directly in :func:`value`
     understates V (natural-scale R^2 is smaller than log-scale R^2 for the same predictor).
+
+    Parameters
+    ----------
+    alpha : float or array-like
+        Screening capacity, in (0, 1).
+    beta : float or array-like
+        Target fraction, in (0, 1).
+    r2_level : float or array-like
+        R^2 on the natural scale, in [0, 1].
+    sigma2_log : float or array-like
+        Variance of ``log Y``, positive.
+
+    Returns
+    -------
+    float or ndarray
+        The recall on the worst-off.
+
+    Raises
+    ------
+    ValueError
+        If an input is outside its range.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import lognormal_value, value
+    >>> round(lognormal_value(0.2, 0.2, 0.3, 1.0), 4), round(value(0.2, 0.2, 0.3), 4)
+    (0.5256, 0.4638)
     """
     return value(alpha, beta, lognormal_r2_log(r2_level, sigma2_log))
 
@@ -364,6 +545,35 @@ def par_lower_bound(alpha, r2, d_alpha=0.01, d_r2=0.01, *, log: bool = False):
     It holds once ``alpha + d_alpha`` is below a threshold depending on (beta, R^2, d_r2) and the
     constant assumes ``alpha <= 0.05``; PAR grows like ``alpha^(-1/(1 - R^2))`` as ``alpha -> 0``.
     With ``log=True`` returns the natural log (the bound overflows for R^2 near 1).
+
+    Parameters
+    ----------
+    alpha : float or array-like
+        Screening capacity, in (0, 0.5).
+    r2 : float or array-like
+        R^2 of the predictor, in (0, 1).
+    d_alpha : float, default=0.01
+        Step of capacity.
+    d_r2 : float, default=0.01
+        Step of R^2.
+    log : bool, default=False
+        Return the natural log of the bound.
+
+    Returns
+    -------
+    float or ndarray
+        The bound (or its log), broadcast over the inputs.
+
+    Raises
+    ------
+    ValueError
+        If ``alpha >= 0.5``, a fraction is outside (0, 1) or a step is not positive.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import par_lower_bound
+    >>> round(par_lower_bound(0.01, 0.25), 3), round(par_lower_bound(0.01, 0.25, log=True), 3)
+    (7.427, 2.005)
     """
     alpha = check_fraction("alpha", alpha)
     if (alpha >= 0.5).any():
@@ -385,6 +595,31 @@ def prop33_region(alpha, beta, r2):
     Case 1: ``0.15 < R^2 < 0.85``, ``0.03 < beta < 0.5``, ``alpha <= beta``.
     Case 2: ``0.2 < R^2 < 0.5``, ``beta >= 0.15``, ``alpha <= 0.5``.
     The conditions are sufficient, not necessary: PAR > 1 over a much wider region.
+
+    Parameters
+    ----------
+    alpha : float or array-like
+        Screening capacity, in (0, 1).
+    beta : float or array-like
+        Target fraction (the worst-off), in (0, 1).
+    r2 : float or array-like
+        R^2 of the predictor, in [0, 1].
+
+    Returns
+    -------
+    int or ndarray of int
+        1, 2 or 0, broadcast over the inputs.
+
+    Raises
+    ------
+    ValueError
+        If a fraction is outside its range.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import prop33_region
+    >>> prop33_region([0.1, 0.4, 0.6], beta=0.2, r2=0.3)
+    array([1, 2, 0])
     """
     alpha = check_fraction("alpha", alpha)
     beta = check_fraction("beta", beta)
@@ -398,6 +633,32 @@ def prop33_factors(alpha, beta, r2):
     """``(T1, T2)`` of Proposition 3.3's proof; ``local_par >= T1 * T2``.
 
     ``T1 = sqrt(8 pi R^2 (1 - R^2))`` and ``T2 = Phi(z)/phi(z)`` with ``z = (b - r a)/sqrt(1-R^2)``.
+
+    Parameters
+    ----------
+    alpha : float or array-like
+        Screening capacity, in (0, 1).
+    beta : float or array-like
+        Target fraction, in (0, 1).
+    r2 : float or array-like
+        R^2 of the predictor, in (0, 1).
+
+    Returns
+    -------
+    (T1, T2) : tuple of float or ndarray
+        The two factors, broadcast over the inputs.
+
+    Raises
+    ------
+    ValueError
+        If a fraction is outside its range.
+
+    Examples
+    --------
+    >>> from icml25.worstoff import local_par, prop33_factors
+    >>> t1, t2 = prop33_factors(0.1, 0.2, 0.3)
+    >>> round(t1, 4), round(t2, 4), bool(local_par(0.1, 0.2, 0.3) >= t1 * t2)
+    (2.2974, 1.1024, True)
     """
     alpha = check_fraction("alpha", alpha)
     beta = check_fraction("beta", beta)
