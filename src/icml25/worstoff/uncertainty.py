@@ -42,11 +42,57 @@ __all__ = [
 
 
 class MeaninglessPARWarning(UserWarning):
-    """The predictor carries no usable signal (R^2 <= 0 or constant): its PAR means nothing."""
+    """The predictor carries no usable signal (R^2 <= 0 or constant): its PAR means nothing.
+
+    Parameters
+    ----------
+    *args
+        The warning message, as for any ``UserWarning``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from icml25.worstoff import MeaninglessPARWarning, bootstrap_evaluation
+    >>> rng = np.random.default_rng(0); y = rng.normal(size=200)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     ev = bootstrap_evaluation(y, -y, [0.2], 0.2, n_boot=10, recalibrate=False)
+    >>> caught[0].category is MeaninglessPARWarning, ev.meaningful, ev.lever()
+    (True, False, [None])
+    """
 
 
 def predictor_problems(y, yhat) -> list[str]:
-    """Reasons why PAR comparisons for ``yhat`` are meaningless; empty when there are none."""
+    """Reasons why PAR comparisons for ``yhat`` are meaningless; empty when there are none.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Outcomes.
+    yhat : array-like of shape (n,)
+        Predictions.
+
+    Returns
+    -------
+    list of str
+        One sentence per problem (a constant predictor; R^2 <= 0).
+
+    Raises
+    ------
+    ValueError
+        For mismatched or invalid inputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.worstoff import predictor_problems
+    >>> y = np.random.default_rng(0).normal(size=100)
+    >>> predictor_problems(y, y + 0.1)
+    []
+    >>> [p[:27] for p in predictor_problems(y, np.zeros(100))]
+    ['the predictor is constant (', 'R^2 = -0.0071 <= 0: the pre']
+    """
     y, yhat = check_outcomes(y, yhat)
     out = []
     if np.ptp(yhat) == 0:
@@ -189,6 +235,41 @@ class ScreeningEvaluation:
     ``<name>_ci`` is an array of ``[low, high]`` rows (``inf`` where the upper end of a PAR
     interval is unbounded because the prediction gain can be zero). ``problems`` lists why the
     PAR is meaningless (then ``meaningful`` is False and :meth:`lever` gives None).
+    :func:`bootstrap_evaluation` builds it; ``lever(cost_ratio)`` reads the PAR intervals and
+    ``to_dict()`` gives plain JSON.
+
+    Parameters
+    ----------
+    alphas : ndarray of shape (k,)
+        The capacities evaluated.
+    beta, d_alpha, d_r2 : float
+        Target fraction and the two steps.
+    n, n_boot : int
+        Number of people and of bootstrap resamples.
+    level : float
+        Confidence level of the intervals.
+    seed : int or None
+        The seed used (None when a generator was passed).
+    recall_targets : ndarray of shape (t,)
+        Recalls for which ``capacity`` is reported.
+    r2, r2_ci, recall, recall_ci, ..., capacity, capacity_ci
+        The point estimates and their ``[low, high]`` intervals, as above.
+    problems : list of str
+        Why the PAR is meaningless (empty when it is not).
+    recalibration : dict or None, default=None
+        The least-squares line applied (intercept, slope, applied, r2_raw).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.worstoff import bootstrap_evaluation
+    >>> rng = np.random.default_rng(0); y = rng.normal(size=1000)
+    >>> ev = bootstrap_evaluation(y, 0.45 * y + rng.normal(0, .5, 1000), [0.1, 0.2], 0.2,
+    ...                           n_boot=100, seed=0)
+    >>> ev.par.round(1), ev.par_ci.shape, ev.lever()
+    (array([7.4, 2. ]), (2, 2), ['expand access', 'expand access'])
+    >>> sorted(ev.to_dict())[:3]
+    ['access_gain', 'access_gain_ci', 'alphas']
     """
 
     alphas: np.ndarray
@@ -341,6 +422,62 @@ def bootstrap_evaluation(y, yhat, alpha, beta, d_alpha: float = 0.1, d_r2: float
     interval is the ``(1 - level) / 2`` and ``(1 + level) / 2`` percentiles. Warns with
     :class:`MeaninglessPARWarning` (and records the reason in ``problems``) when R^2 <= 0 or the
     predictor is constant.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Outcomes.
+    yhat : array-like of shape (n,)
+        Predictions.
+    alpha : float or array-like of shape (k,)
+        Screening capacities, in (0, 1).
+    beta : float
+        Target fraction, in (0, 1).
+    d_alpha : float, default=0.1
+        Capacity step.
+    d_r2 : float, default=0.1
+        R^2 step of the "better model".
+    recall_targets : sequence of float, default=(0.5, 0.75, 0.9)
+        Recalls for which the capacity needed is reported.
+    n_boot : int, default=1000
+        Bootstrap resamples, at least 10.
+    level : float, default=0.95
+        Confidence level of the intervals.
+    seed : int, numpy.random.Generator or None, default=0
+        Seed of the resampling.
+    lower_is_worse : bool, default=True
+        Whether low outcomes are the worse ones.
+    chunk_elements : int, default=4000000
+        Cells per vectorised chunk (memory versus speed).
+    warn : bool, default=True
+        Warn with :class:`MeaninglessPARWarning`.
+    recalibrate : bool, default=True
+        Put the predictions on the outcome's scale first.
+
+    Returns
+    -------
+    ScreeningEvaluation
+
+    Raises
+    ------
+    ValueError
+        For invalid inputs, ``alpha + d_alpha > 1``, ``n_boot < 10``, or a ``d_r2`` larger than
+        the residuals allow.
+
+    Warns
+    -----
+    MeaninglessPARWarning
+        When R^2 <= 0 or the predictor is constant (with ``warn=True``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.worstoff import bootstrap_evaluation
+    >>> rng = np.random.default_rng(0); y = rng.normal(size=2000)
+    >>> p = 0.45 * y + rng.normal(0, .5, 2000)
+    >>> ev = bootstrap_evaluation(y, p, [0.2], 0.2, n_boot=200, seed=0)
+    >>> lo, hi = ev.par_ci[0]; bool(lo < ev.par[0] < hi), ev.meaningful
+    (True, True)
     """
     y, yhat = check_outcomes(y, yhat)
     if not lower_is_worse:
@@ -397,7 +534,36 @@ class SmoothedPAR:
     their ratio. Smoothing numerator and denominator separately (not the ratio) keeps the PAR's
     meaning - gain of a capacity step over gain of an R^2 step, now averaged over neighbouring
     capacities - while removing the jumps the finite sample puts between neighbouring alpha.
-    Each ``<name>_ci`` holds ``[low, high]`` rows.
+    Each ``<name>_ci`` holds ``[low, high]`` rows. :func:`smoothed_par` builds it;
+    ``lever(cost_ratio)`` / ``verdicts(cost_ratio)`` read the intervals and ``to_dict()`` gives
+    plain JSON.
+
+    Parameters
+    ----------
+    alphas : ndarray of shape (k,)
+        The capacities evaluated.
+    beta, d_alpha, d_r2, bandwidth : float
+        Target fraction, the two steps and the kernel bandwidth.
+    n, n_boot : int
+        Number of people and of bootstrap resamples.
+    level : float
+        Confidence level of the band.
+    par, par_ci, access_gain, access_gain_ci, prediction_gain, prediction_gain_ci : ndarray
+        Smoothed values of shape (k,) and their ``[low, high]`` rows, shape (k, 2).
+    problems : list of str
+        Why the PAR is meaningless (empty when it is not).
+    recalibration : dict or None, default=None
+        The least-squares line applied.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.worstoff import smoothed_par
+    >>> rng = np.random.default_rng(0); y = rng.normal(size=1000)
+    >>> sm = smoothed_par(y, 0.45 * y + rng.normal(0, .5, 1000), 0.2, alphas=[0.1, 0.3],
+    ...                   n_boot=50, seed=0)
+    >>> sm.par.round(1), sm.lever()
+    (array([7.2, 1.8]), ['expand access', 'expand access'])
     """
 
     alphas: np.ndarray
@@ -467,6 +633,50 @@ def smoothed_par(y, yhat, beta, d_alpha: float = 0.1, d_r2: float = 0.1, *, alph
     in coverage. ``bandwidth`` -> 0 recovers the raw empirical PAR on the grid.
     ``recalibrate`` as in :func:`bootstrap_evaluation`.
 
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Outcomes.
+    yhat : array-like of shape (n,)
+        Predictions.
+    beta : float
+        Target fraction, in (0, 1).
+    d_alpha : float, default=0.1
+        Capacity step.
+    d_r2 : float, default=0.1
+        R^2 step of the "better model".
+    alphas : array-like or None, default=None
+        Where to report the curve (None: 0.02 ... 1 - d_alpha - 0.02).
+    bandwidth : float, default=0.05
+        Standard deviation of the Gaussian kernel, in units of alpha.
+    grid_points : int, default=201
+        Capacities of the fine grid that is smoothed.
+    n_boot : int, default=1000
+        Bootstrap resamples.
+    level : float, default=0.95
+        Confidence level of the band.
+    seed : int, numpy.random.Generator or None, default=0
+        Seed of the resampling.
+    lower_is_worse : bool, default=True
+        Whether low outcomes are the worse ones.
+    chunk_elements : int, default=4000000
+        Cells per vectorised chunk.
+    warn : bool, default=True
+        Warn with :class:`MeaninglessPARWarning`.
+    recalibrate : bool, default=True
+        Put the predictions on the outcome's scale first.
+
+    Returns
+    -------
+    SmoothedPAR
+
+    Raises
+    ------
+    ValueError
+        For invalid inputs or steps, or a ``d_r2`` larger than the residuals allow.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(1); yhat = rng.normal(0, .45, 3000)
     >>> y = yhat + rng.normal(0, .9, 3000)
@@ -535,6 +745,52 @@ def bootstrap_delta_alpha_star(y, yhat_better, yhat_simple, alpha, beta, *, n_bo
     recall curves and the simpler model's capacity are recomputed. Where the simpler model
     cannot catch up within 1 - beta the value is NaN; such resamples count as unbounded, so an
     interval can end at ``inf`` (and a NaN point estimate keeps its interval).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Outcomes.
+    yhat_better : array-like of shape (n,)
+        Predictions of the better model.
+    yhat_simple : array-like of shape (n,)
+        Predictions of the simpler model.
+    alpha : float or array-like of shape (k,)
+        Screening capacities, in (0, 1).
+    beta : float
+        Target fraction, in (0, 1).
+    n_boot : int, default=1000
+        Bootstrap resamples, at least 10.
+    level : float, default=0.95
+        Confidence level.
+    seed : int, numpy.random.Generator or None, default=0
+        Seed of the resampling.
+    lower_is_worse : bool, default=True
+        Whether low outcomes are the worse ones.
+    chunk_elements : int, default=4000000
+        Cells per vectorised chunk.
+
+    Returns
+    -------
+    delta : ndarray of shape (k,)
+        The extra capacity (NaN where it cannot catch up).
+    ci : ndarray of shape (k, 2)
+        Its ``[low, high]`` interval.
+
+    Raises
+    ------
+    ValueError
+        For invalid inputs or ``n_boot < 10``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.worstoff import bootstrap_delta_alpha_star, improve_predictions
+    >>> rng = np.random.default_rng(0); y = rng.normal(size=1000)
+    >>> simple = 0.45 * y + rng.normal(0, .5, 1000)
+    >>> better = improve_predictions(y, simple, 0.1)
+    >>> d, ci = bootstrap_delta_alpha_star(y, better, simple, [0.2], 0.2, n_boot=50)
+    >>> d.round(3), ci.shape, bool(ci[0, 0] <= d[0] <= ci[0, 1])
+    (array([0.035]), (1, 2), True)
     """
     y, yhat_better = check_outcomes(y, yhat_better, names=("y", "yhat_better"))
     _, yhat_simple = check_outcomes(y, yhat_simple, names=("y", "yhat_simple"))
