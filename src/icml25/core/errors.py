@@ -7,13 +7,51 @@ from types import ModuleType
 
 
 class MissingExtraError(ImportError):
-    """Raised when a subsystem needs an optional extra that is not installed."""
+    """Raised when a subsystem needs an optional extra that is not installed.
+
+    A subclass of :class:`ImportError`; the message names the extra and the ``pip install``
+    line that provides it.
+
+    Parameters
+    ----------
+    *args : object
+        The message (as for any exception).
+
+    Examples
+    --------
+    >>> try:
+    ...     require_extra("nomod_xyz", "torch")
+    ... except MissingExtraError as err:
+    ...     print(err)
+    'nomod_xyz' is not installed; it comes with the 'torch' extra: pip install 'icml25[torch]'
+    """
 
 
 def require_extra(module: str, extra: str) -> ModuleType:
     """Import ``module`` or raise one message naming the extra that provides it.
 
+    Parameters
+    ----------
+    module : str
+        Dotted name of the module to import.
+    extra : str
+        The ``icml25`` extra that installs it (named in the error).
+
+    Returns
+    -------
+    types.ModuleType
+        The imported module.
+
+    Raises
+    ------
+    MissingExtraError
+        If ``module`` is not installed.
+
+    Examples
+    --------
     >>> np = require_extra("numpy", "core")
+    >>> np.__name__
+    'numpy'
     """
     try:
         return importlib.import_module(module)

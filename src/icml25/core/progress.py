@@ -11,7 +11,21 @@ T = TypeVar("T")
 
 
 def progress_enabled() -> bool:
-    """Bars show on an interactive terminal unless ICML25_NO_PROGRESS is set."""
+    """Bars show on an interactive terminal unless ICML25_NO_PROGRESS is set.
+
+    Returns
+    -------
+    bool
+        True when stderr is a terminal and ``ICML25_NO_PROGRESS`` is unset or empty.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["ICML25_NO_PROGRESS"] = "1"
+    >>> progress_enabled()
+    False
+    >>> del os.environ["ICML25_NO_PROGRESS"]
+    """
     if os.environ.get("ICML25_NO_PROGRESS"):
         return False
     return sys.stderr.isatty()
@@ -24,7 +38,29 @@ def track(
     *,
     enabled: bool | None = None,
 ) -> Iterator[T]:
-    """Iterate with a rich progress bar on stderr (or silently when disabled)."""
+    """Iterate with a rich progress bar on stderr (or silently when disabled).
+
+    Parameters
+    ----------
+    iterable : iterable
+        The items to go through.
+    description : str, default="working"
+        Label of the bar.
+    total : int or None, default=None
+        Number of items (default: ``len(iterable)`` when it has one).
+    enabled : bool or None, default=None
+        Show the bar (None: as :func:`progress_enabled` says).
+
+    Returns
+    -------
+    iterator
+        The items of ``iterable``, unchanged and in order.
+
+    Examples
+    --------
+    >>> [x * x for x in track(range(4), "squaring", enabled=False)]
+    [0, 1, 4, 9]
+    """
     if not (progress_enabled() if enabled is None else enabled):
         yield from iterable
         return

@@ -74,7 +74,27 @@ def _from_jsonable(tp: Any, value: Any) -> Any:
 
 
 class JsonRecord:
-    """Mixin giving a dataclass a lossless JSON form."""
+    """Mixin giving a dataclass a lossless JSON form.
+
+    ``to_dict``/``to_json`` turn NumPy scalars and arrays, paths and tuples into plain JSON
+    values; ``from_dict``/``from_json`` rebuild the dataclass (nested records included) from its
+    type hints, and reject unknown fields with a ``ValueError``. The mixin itself takes no
+    parameters.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> import numpy as np
+    >>> @dataclasses.dataclass
+    ... class Point(JsonRecord):
+    ...     x: float
+    ...     tags: list[str]
+    >>> text = Point(np.float64(1.5), ["a"]).to_json(indent=None)
+    >>> text
+    '{"x": 1.5, "tags": ["a"]}'
+    >>> Point.from_json(text)
+    Point(x=1.5, tags=['a'])
+    """
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -93,7 +113,33 @@ class JsonRecord:
 
 @dataclasses.dataclass
 class Comparison(JsonRecord):
-    """One row of a reproduction table: a published figure next to ours."""
+    """One row of a reproduction table: a published figure next to ours.
+
+    Parameters
+    ----------
+    quantity : str
+        What is compared (e.g. ``"coverage"``).
+    ours : float, str or None
+        Our figure.
+    published : float, str or None, default=None
+        The paper's figure.
+    scale : str, default=""
+        At what scale ours was measured (e.g. ``"n=200"``).
+    note : str, default=""
+        A remark shown with the row.
+    verdict : str, default="not comparable"
+        One of ``icml25.core.verdicts.VERDICTS``.
+    rule : str, default=""
+        Description of the rule that gave the verdict.
+    chance : float or None, default=None
+        What guessing scores on the same quantity, when it has one.
+
+    Examples
+    --------
+    >>> c = Comparison("coverage", 0.91, published=0.9, scale="n=200")
+    >>> c.verdict, Comparison.from_dict(c.to_dict()) == c
+    ('not comparable', True)
+    """
 
     quantity: str
     ours: float | str | None
@@ -109,7 +155,26 @@ class Comparison(JsonRecord):
 
 @dataclasses.dataclass
 class Outcome(JsonRecord):
-    """What an experiment function returns; figures are added through its RunContext."""
+    """What an experiment function returns; figures are added through its RunContext.
+
+    Parameters
+    ----------
+    comparisons : list of Comparison, default=[]
+        Rows of the reproduction table.
+    data : dict, default={}
+        Raw numbers (JSON-able) kept in ``result.json``.
+    notes : list of str, default=[]
+        Remarks shown in the report.
+    provenance : list of str, default=[]
+        Where the numbers come from (training commands, model cards).
+
+    Examples
+    --------
+    >>> out = Outcome(comparisons=[Comparison("error", 0.1, published=0.12)],
+    ...               data={"n": 10})
+    >>> Outcome.from_json(out.to_json()).comparisons[0].published
+    0.12
+    """
 
     comparisons: list[Comparison] = dataclasses.field(default_factory=list)
     data: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -120,7 +185,52 @@ class Outcome(JsonRecord):
 
 @dataclasses.dataclass
 class ExperimentResult(JsonRecord):
-    """Everything ``results/<name>/result.json`` holds about one run of one experiment."""
+    """Everything ``results/<name>/result.json`` holds about one run of one experiment.
+
+    Parameters
+    ----------
+    name : str
+        Experiment name.
+    subsystem : str
+        Room the experiment belongs to.
+    paper : str
+        The paper it reproduces.
+    reproduces : str
+        Which table or figure.
+    mode : str
+        ``"quick"`` or ``"full"``.
+    seed : int
+        The seed of the run.
+    settings : dict
+        The settings used.
+    command : str
+        The command that reproduces the run.
+    status : str, default="ok"
+        ``"ok"`` or ``"failed"``.
+    wall_time_s : float, default=0.0
+        Wall-clock seconds.
+    started_at : str, default=""
+        ISO start time.
+    comparisons : list of Comparison, default=[]
+        Rows of the reproduction table.
+    figures : list of str, default=[]
+        Figure files, relative to ``results/<name>/``.
+    notes : list of str, default=[]
+        Remarks.
+    data : dict, default={}
+        Raw numbers.
+    error : str, default=""
+        The error of a failed run.
+    provenance : list of str, default=[]
+        Where the numbers come from.
+
+    Examples
+    --------
+    >>> r = ExperimentResult("demo", "core", "A paper", "Table 1", "quick", 0, {},
+    ...                      "icml25 run demo")
+    >>> ExperimentResult.from_json(r.to_json()) == r
+    True
+    """
 
     name: str
     subsystem: str

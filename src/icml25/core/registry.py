@@ -51,6 +51,29 @@ MODES = ("quick", "full")
 class Experiment:
     """A registered headline experiment (made by the :func:`experiment` decorator).
 
+    Parameters
+    ----------
+    name : str
+        What ``icml25 reproduce NAME`` takes.
+    subsystem : str
+        The room it belongs to.
+    paper : str
+        The paper it reproduces.
+    reproduces : str
+        Which table or figure.
+    published : dict
+        The published numbers (or claims in words), by quantity.
+    quick : dict
+        Settings of the quick scale.
+    full : dict
+        Settings of the full scale.
+    func : callable
+        ``func(ctx: RunContext) -> Outcome``.
+    requires : tuple of str, default=()
+        Extras (optional dependencies) it needs.
+    cells : bool, default=False
+        True when it maps its own cells through :meth:`RunContext.map`.
+
     Attributes
     ----------
     name : str
@@ -69,6 +92,13 @@ class Experiment:
         ``func(ctx: RunContext) -> Outcome``.
     requires : tuple of str
         Extras it needs.
+
+    Examples
+    --------
+    >>> exp = Experiment("demo", "demo", "A paper", "Table 1", {}, {"n": 10}, {"n": 1000},
+    ...                  lambda ctx: Outcome())
+    >>> exp.settings("full"), exp.why_unavailable()
+    ({'n': 1000}, '')
     """
 
     name: str
@@ -136,6 +166,49 @@ def experiment(
     them ``reproduce`` lists it as unavailable, naming the extra, instead of failing it.
     ``cells``: True when ``fn`` maps its units of work through :meth:`RunContext.map` (they
     then run on the executor); otherwise the whole experiment runs as one cell.
+
+    Parameters
+    ----------
+    name : str
+        Unique experiment name.
+    paper : str
+        The paper it reproduces.
+    reproduces : str
+        Which table or figure.
+    published : dict or None, default=None
+        Published numbers by quantity (the default of :meth:`RunContext.compare`).
+    quick : dict or None, default=None
+        Settings of the quick scale.
+    full : dict or None, default=None
+        Settings of the full scale (default: ``quick``).
+    subsystem : str or None, default=None
+        Room it belongs to (default: read from the function's module).
+    requires : tuple or list of str or None, default=None
+        Extras it needs (default: its room's).
+    cells : bool, default=False
+        Whether ``fn`` maps its cells through :meth:`RunContext.map`.
+
+    Returns
+    -------
+    callable
+        A decorator that registers ``fn`` and returns it unchanged.
+
+    Raises
+    ------
+    ValueError
+        When another function is already registered under ``name``.
+
+    Examples
+    --------
+    >>> @experiment("demo-sum", paper="A paper", reproduces="Table 1", subsystem="demo",
+    ...             published={"sum": 3}, quick={"n": 2})
+    ... def demo_sum(ctx):
+    ...     return Outcome(comparisons=[ctx.compare("sum", sum(range(ctx.settings["n"] + 1)))])
+    >>> [e.name for e in select(["demo-sum"])]
+    ['demo-sum']
+    >>> run_experiment(select(["demo-sum"])[0], out_root="results").comparisons[0].ours
+    3
+    >>> unregister("demo-sum")
     """
 
     def register(fn: Callable[[RunContext], Outcome]) -> Callable[[RunContext], Outcome]:
@@ -189,6 +262,22 @@ def load_experiments(rooms: Iterable[str] | None = None) -> dict[str, str]:
     cannot be imported: their names are read from its source, without running it. Importing
     only the rooms a command names keeps ``reproduce conformal-binomial`` from paying for
     torch and the other rooms at start-up.
+
+    Parameters
+    ----------
+    rooms : iterable of str or None, default=None
+        Subsystems to import (None: every subsystem).
+
+    Returns
+    -------
+    dict of str to str
+        ``{subsystem: why unavailable}`` for every room that could not be imported so far.
+
+    Examples
+    --------
+    >>> missing = load_experiments(["conformal"])
+    >>> any(e.subsystem == "conformal" for e in registered())
+    True
     """
     for room in SUBSYSTEMS if rooms is None else [r for r in SUBSYSTEMS if r in set(rooms)]:
         module = f"icml25.{room}.experiments"
@@ -251,13 +340,60 @@ def unavailable() -> list[Unavailable]:
 
 
 def registered() -> list[Experiment]:
-    """All registered experiments, in subsystem order, then by name."""
+    """All registered experiments, in subsystem order, then by name.
+
+    Only experiments whose module has been imported are registered: call
+    :func:`load_experiments` first.
+
+    Returns
+    -------
+    list of Experiment
+        The registered experiments.
+
+    Examples
+    --------
+    >>> _ = load_experiments(["conformal"])
+    >>> exps = [e for e in registered() if e.subsystem == "conformal"]
+    >>> len(exps) > 0, exps == sorted(exps, key=lambda e: e.name)
+    (True, True)
+    """
     order = {room: i for i, room in enumerate(SUBSYSTEMS)}
     return sorted(_REGISTRY.values(), key=lambda e: (order.get(e.subsystem, 99), e.name))
 
 
 def select(names: Iterable[str] = ()) -> list[Experiment]:
-    """Experiments matching each name exactly or by subsystem; all of them when names is empty."""
+    """Experiments matching each name exactly or by subsystem; all of them when names is empty.
+
+    Names are matched case-insensitively, with ``_`` and ``-`` alike.
+
+    Parameters
+    ----------
+    names : iterable of str, default=()
+        Experiment or subsystem names.
+
+    Returns
+    -------
+    list of Experiment
+        The matching experiments, without repeats, in the order asked.
+
+    Raises
+    ------
+    MissingExtraError
+        When a name belongs to an experiment or room whose extra is not installed.
+    KeyError
+        When a name matches nothing.
+
+    Examples
+    --------
+    >>> _ = load_experiments(["conformal"])
+    >>> all(e.subsystem == "conformal" for e in select(["Conformal"]))
+    True
+    >>> try:
+    ...     select(["no-such-experiment"])
+    ... except KeyError:
+    ...     print("unknown")
+    unknown
+    """
     names = list(names)
     every = registered()
     if not names:
@@ -285,7 +421,35 @@ def _key(name: str) -> str:
 
 @dataclasses.dataclass
 class RunContext:
-    """What an experiment function gets: its settings, seed, RNG and a place for figures."""
+    """What an experiment function gets: its settings, seed, RNG and a place for figures.
+
+    Parameters
+    ----------
+    experiment : Experiment
+        The experiment being run.
+    mode : str
+        ``"quick"`` or ``"full"``.
+    seed : int
+        The run's seed.
+    settings : dict
+        The settings of ``mode``.
+    out_dir : Path
+        Where figures and ``result.json`` go.
+    rng : numpy.random.Generator
+        A Generator seeded with ``seed``.
+    figures : list of str, default=[]
+        Figures saved so far (file names in ``out_dir``).
+    runner : CellRunner or None, default=None
+        Runs the cells of :meth:`map` (None: in this process).
+
+    Examples
+    --------
+    >>> exp = Experiment("demo", "demo", "", "", {"error": 0.1}, {}, {}, lambda ctx: None)
+    >>> ctx = RunContext(exp, "quick", 0, {}, Path("."), np.random.default_rng(0))
+    >>> row = ctx.compare("error", np.float64(0.12))
+    >>> row.ours, row.published, row.verdict
+    (0.12, 0.1, 'not comparable')
+    """
 
     experiment: Experiment
     mode: str
@@ -400,6 +564,39 @@ def run_experiment(exp: Experiment, *, mode: str = "quick", seed: int = 0,
     An exception inside the experiment is caught and recorded (status ``failed``) so that one
     broken experiment does not stop the others; the caller decides the exit code.
     ``runner`` (an :class:`icml25.core.cells.CellRunner`) runs its cells; default: here.
+
+    Parameters
+    ----------
+    exp : Experiment
+        The experiment to run.
+    mode : {"quick", "full"}, default="quick"
+        Which settings to use.
+    seed : int, default=0
+        Seed of ``random``, NumPy and (when needed) torch.
+    out_root : str or Path, default="results"
+        The result goes to ``<out_root>/<name>/result.json`` (old PNGs there are removed).
+    runner : CellRunner or None, default=None
+        Runs the experiment's cells (None: in this process).
+
+    Returns
+    -------
+    ExperimentResult
+        The record written to ``result.json``; ``status`` is ``"failed"`` (with the traceback
+        in ``error``) when the experiment raised.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``mode`` or a negative seed.
+
+    Examples
+    --------
+    >>> exp = Experiment("demo-fail", "demo", "", "", {}, {}, {}, lambda ctx: 1 / 0)
+    >>> res = run_experiment(exp, out_root="results")
+    >>> res.status, res.error.strip().splitlines()[-1]
+    ('failed', 'ZeroDivisionError: division by zero')
+    >>> (Path("results") / "demo-fail" / "result.json").is_file()
+    True
     """
     out_dir = Path(out_root) / exp.name
     out_dir.mkdir(parents=True, exist_ok=True)

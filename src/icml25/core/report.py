@@ -72,7 +72,30 @@ _PROVENANCE = re.compile(r"command:|\bicml25 [\w-]+ train\b|\btorchrun\b|--prese
 
 
 def load_results(out_root: str | Path) -> list[ExperimentResult]:
-    """Every ``<out_root>/*/result.json``, sorted by subsystem then name."""
+    """Every ``<out_root>/*/result.json``, sorted by subsystem then name.
+
+    Files written by an incompatible version (unknown fields, bad JSON) are left out.
+
+    Parameters
+    ----------
+    out_root : str or Path
+        The results folder (one sub-folder per experiment).
+
+    Returns
+    -------
+    list of ExperimentResult
+        The readable results.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from icml25.core import ExperimentResult
+    >>> Path("results/demo").mkdir(parents=True)
+    >>> r = ExperimentResult("demo", "core", "A paper", "Table 1", "quick", 0, {}, "cmd")
+    >>> _ = Path("results/demo/result.json").write_text(r.to_json())
+    >>> [x.name for x in load_results("results")]
+    ['demo']
+    """
     results = []
     for path in sorted(Path(out_root).glob("*/result.json")):
         try:
@@ -208,7 +231,31 @@ def _shortfalls(results: list[ExperimentResult]) -> str:
 
 def write_report(out_root: str | Path, results: Iterable[ExperimentResult] | None = None,
                  unavailable: dict[str, str] | None = None) -> Path:
-    """Write ``<out_root>/report.html``; by default from every result.json under ``out_root``."""
+    """Write ``<out_root>/report.html``; by default from every result.json under ``out_root``.
+
+    Parameters
+    ----------
+    out_root : str or Path
+        The results folder (created if needed); the report is written there.
+    results : iterable of ExperimentResult or None, default=None
+        The results to show (None: :func:`load_results` of ``out_root``).
+    unavailable : dict of str to str or None, default=None
+        ``{room: why}`` for rooms that could not run (listed at the end).
+
+    Returns
+    -------
+    Path
+        The written ``report.html``, one self-contained page.
+
+    Examples
+    --------
+    >>> from icml25.core import Comparison, ExperimentResult
+    >>> r = ExperimentResult("demo", "core", "A paper", "Table 1", "quick", 0, {}, "cmd",
+    ...                      comparisons=[Comparison("error", 0.1, published=0.12)])
+    >>> path = write_report("results", [r])
+    >>> path.name, "demo" in path.read_text(encoding="utf-8")
+    ('report.html', True)
+    """
     out_root = Path(out_root)
     out_root.mkdir(parents=True, exist_ok=True)
     results = load_results(out_root) if results is None else list(results)

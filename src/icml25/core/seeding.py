@@ -13,6 +13,32 @@ def seed_everything(seed: int, *, torch: bool | None = None) -> np.random.Genera
 
     ``torch=None`` seeds PyTorch only if it is already imported (so seeding never pays
     torch's import time); ``torch=True`` imports and seeds it; ``torch=False`` leaves it alone.
+
+    Parameters
+    ----------
+    seed : int
+        A non-negative seed (NumPy's legacy state gets ``seed % 2**32``).
+    torch : bool or None, default=None
+        Whether to seed PyTorch (None: only if already imported).
+
+    Returns
+    -------
+    numpy.random.Generator
+        A fresh Generator seeded with ``seed``.
+
+    Raises
+    ------
+    ValueError
+        If ``seed`` is not a non-negative integer.
+
+    Examples
+    --------
+    >>> import random
+    >>> rng = seed_everything(3, torch=False)
+    >>> a = (random.random(), int(rng.integers(100)))
+    >>> rng = seed_everything(3, torch=False)
+    >>> a == (random.random(), int(rng.integers(100)))
+    True
     """
     if not isinstance(seed, int | np.integer) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")

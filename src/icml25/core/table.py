@@ -52,7 +52,25 @@ _DOT_DECIMAL = re.compile(r"^[+-]?\d*\.\d+(?:[eE][+-]?\d+)?$")
 
 
 class TableError(ValueError):
-    """A malformed table, or a cell that breaks the requested policy (names row/column/value)."""
+    """A malformed table, or a cell that breaks the requested policy (names row/column/value).
+
+    A subclass of :class:`ValueError`.
+
+    Parameters
+    ----------
+    *args : object
+        The message (as for any exception).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("t.csv").write_text("a,b\\n1,2\\n3\\n")
+    >>> try:
+    ...     read_table("t.csv")
+    ... except TableError as err:
+    ...     print(type(err).__name__, isinstance(err, ValueError))
+    TableError True
+    """
 
 
 def _is_missing(cell: str) -> bool:
@@ -99,7 +117,37 @@ class NumericSelection:
 
 @dataclasses.dataclass
 class Table:
-    """Cells of a table as text, with where they came from (see :func:`read_table`)."""
+    """Cells of a table as text, with where they came from (see :func:`read_table`).
+
+    Parameters
+    ----------
+    path : Path
+        The file read.
+    columns : list of str
+        Column names.
+    cells : list of list of str
+        One list of stripped cell texts per column.
+    lines : list of int
+        File line (1-based) where each row starts (the row number for parquet).
+    delimiter : str
+        The field delimiter.
+    decimal : str
+        The decimal mark, ``"."`` or ``","``.
+    has_header : bool
+        Whether the first row was a header.
+    kind : str, default="csv"
+        ``"csv"`` or ``"parquet"``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("t.csv").write_text("x,y\\n1,2\\n3,NA\\n")
+    >>> t = read_table("t.csv")
+    >>> t.columns, t.n_rows
+    (['x', 'y'], 2)
+    >>> t.numeric(on_missing="drop").X.tolist()
+    [[1.0, 2.0]]
+    """
 
     path: Path
     columns: list[str]
@@ -288,6 +336,37 @@ def read_table(path, *, delimiter: str | None = None, decimal: str | None = None
     a number nor a missing token; otherwise columns are named ``x0, x1, ...``. Raises
     :class:`TableError` (a ``ValueError``) for an empty file, ragged rows (naming the line) or
     duplicate column names, and ``FileNotFoundError`` for a missing file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A CSV/TSV text file, or a ``.parquet``/``.pq`` file.
+    delimiter : str or None, default=None
+        Field delimiter (None: sniffed).
+    decimal : {".", ","} or None, default=None
+        Decimal mark (None: sniffed).
+    header : bool or None, default=None
+        Whether the first row is a header (None: guessed).
+
+    Returns
+    -------
+    Table
+        The cells as text; :meth:`Table.numeric` turns columns into floats.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a file.
+    TableError
+        For an empty file, ragged rows or duplicate column names.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("t.csv").write_text("1;2,5\\n3;4,0\\n")
+    >>> t = read_table("t.csv")
+    >>> t.columns, t.delimiter, t.decimal, t.has_header
+    (['x0', 'x1'], ';', ',', False)
     """
     path = Path(path)
     if not path.is_file():
