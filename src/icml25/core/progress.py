@@ -21,10 +21,10 @@ def progress_enabled() -> bool:
     Examples
     --------
     >>> import os
-    >>> os.environ["ICML25_NO_PROGRESS"] = "1"
-    >>> progress_enabled()
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {"ICML25_NO_PROGRESS": "1"}):
+    ...     progress_enabled()
     False
-    >>> del os.environ["ICML25_NO_PROGRESS"]
     """
     if os.environ.get("ICML25_NO_PROGRESS"):
         return False

@@ -63,10 +63,11 @@ class TableError(ValueError):
 
     Examples
     --------
-    >>> from pathlib import Path
-    >>> _ = Path("t.csv").write_text("a,b\\n1,2\\n3\\n")
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = p.write_text("a,b\\n1,2\\n3\\n")
     >>> try:
-    ...     read_table("t.csv")
+    ...     read_table(p)
     ... except TableError as err:
     ...     print(type(err).__name__, isinstance(err, ValueError))
     TableError True
@@ -140,9 +141,10 @@ class Table:
 
     Examples
     --------
-    >>> from pathlib import Path
-    >>> _ = Path("t.csv").write_text("x,y\\n1,2\\n3,NA\\n")
-    >>> t = read_table("t.csv")
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = p.write_text("x,y\\n1,2\\n3,NA\\n")
+    >>> t = read_table(p)
     >>> t.columns, t.n_rows
     (['x', 'y'], 2)
     >>> t.numeric(on_missing="drop").X.tolist()
@@ -362,9 +364,10 @@ def read_table(path, *, delimiter: str | None = None, decimal: str | None = None
 
     Examples
     --------
-    >>> from pathlib import Path
-    >>> _ = Path("t.csv").write_text("1;2,5\\n3;4,0\\n")
-    >>> t = read_table("t.csv")
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = p.write_text("1;2,5\\n3;4,0\\n")
+    >>> t = read_table(p)
     >>> t.columns, t.delimiter, t.decimal, t.has_header
     (['x0', 'x1'], ';', ',', False)
     """
