@@ -27,6 +27,24 @@ def check_device(name: str) -> str:
 def resolve_device(name: str = "auto") -> torch.device:
     """The ``torch.device`` that ``name`` means on this machine (and, under torchrun, this rank).
 
+    Parameters
+    ----------
+    name : str, default="auto"
+        ``"auto"`` (CUDA when present, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or
+        ``"mps"``; a bare ``"cuda"`` under torchrun means the ``LOCAL_RANK`` GPU.
+
+    Returns
+    -------
+    torch.device
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or a device that torch does not see on this machine.
+
+    Examples
+    --------
+    >>> from icml25.nn import resolve_device
     >>> resolve_device("cpu")
     device(type='cpu')
     """
@@ -127,6 +145,33 @@ def inference_batch_size(model, device: torch.device, cpu_batch: int,
     cost page faults there). On CUDA: as many rows as fit in a quarter of the free memory
     (``free_bytes``, read from the device when not given), between ``cpu_batch`` and
     :data:`MAX_ACCELERATOR_BATCH`. On MPS, which reports no free memory: 4 x ``cpu_batch``.
+
+    Parameters
+    ----------
+    model : Transformer
+        The model (its config bounds the activations of one row).
+    device : torch.device
+        Where decoding runs.
+    cpu_batch : int
+        The room's measured batch on the CPU (also the floor elsewhere).
+    free_bytes : int or None, default=None
+        Free accelerator memory (None: asked of the CUDA device).
+
+    Returns
+    -------
+    int
+        Rows per forward pass.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.nn import Transformer, TransformerConfig, inference_batch_size
+    >>> m = Transformer(TransformerConfig(vocab_size=10, seq_len=8, d_model=16, n_layers=1,
+    ...                                   n_heads=2))
+    >>> inference_batch_size(m, torch.device("cpu"), 64)
+    64
+    >>> inference_batch_size(m, torch.device("cuda"), 64, free_bytes=10**9)   # capped
+    4096
     """
     if device.type == "cpu":
         return cpu_batch

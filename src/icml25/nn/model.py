@@ -144,11 +144,22 @@ class KVCache:
     slice's fresh keys and values are written into the cache in place (so it holds the latest
     of every position); with gradients on, the cache is left unchanged.
 
+    Attributes
+    ----------
+    layers : list of (keys, values) tensors
+        One pair per layer, each ``(B, heads, T, head_dim)``; empty until filled.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.nn import KVCache, Transformer, TransformerConfig
     >>> m = Transformer(TransformerConfig(vocab_size=10, seq_len=8, d_model=16, n_layers=2,
     ...                                   n_heads=2, causal=True))
     >>> ids = torch.randint(0, 10, (1, 8))
     >>> cache = KVCache()
     >>> full = m(ids, kv_cache=cache)
+    >>> len(cache)
+    8
     >>> torch.allclose(m(ids[:, 5:], kv_cache=cache, start=5), full[:, 5:], atol=1e-5)
     True
     """
@@ -224,9 +235,37 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     """Token ids ``(B, T)`` -> logits ``(B, T, out_size)``.
 
+    Also: ``hidden(idx)`` (the final hidden states ``(B, T, d_model)``), ``num_params()``,
+    ``flops_per_token()``, ``save(directory)`` and ``Transformer.load(directory)``
+    (``model.safetensors`` + ``config.json``).
+
+    Parameters
+    ----------
+    cfg : TransformerConfig
+        Shape and options (validated when the config is built).
+
+    Attributes
+    ----------
+    cfg : TransformerConfig
+        The configuration.
+    supports_kv_cache : bool
+        Whether :class:`KVCache` slices work (not with ``token_shift`` / ``layer_shift``).
+
+    Raises
+    ------
+    ValueError
+        From ``forward``: ids not of shape (batch, seq), a sequence longer than ``seq_len``, or a
+        ``kv_cache`` / ``start`` that does not fit the cache.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.nn import Transformer, TransformerConfig
     >>> m = Transformer(TransformerConfig(vocab_size=10, seq_len=81, d_model=32, n_layers=1))
     >>> m(torch.zeros(2, 81, dtype=torch.long)).shape
     torch.Size([2, 81, 10])
+    >>> m.hidden(torch.zeros(2, 81, dtype=torch.long)).shape
+    torch.Size([2, 81, 32])
     """
 
     def __init__(self, cfg: TransformerConfig) -> None:

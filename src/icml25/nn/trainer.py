@@ -170,6 +170,24 @@ class TrainState:
         The fp16 gradient scaler's state.
     stopped_early : bool
         ``max_seconds`` ran out before ``steps``.
+    budget : dict or None
+        The fit of ``steps`` to ``budget_seconds``: rate, start-up, the steps chosen.
+
+    Parameters
+    ----------
+    step : int, default=0
+    log : list of dict, default=[]
+    ema : dict or None, default=None
+    scaler : dict or None, default=None
+    stopped_early : bool, default=False
+    budget : dict or None, default=None
+        The attributes above; :func:`train` builds and returns the state.
+
+    Examples
+    --------
+    >>> from icml25.nn import TrainState
+    >>> TrainState()
+    TrainState(step=0, log=[], ema=None, scaler=None, stopped_early=False, budget=None)
     """
 
     step: int = 0
@@ -181,7 +199,27 @@ class TrainState:
 
 
 def cosine_lr(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up to ``lr``, then cosine decay to ``lr * min_lr_ratio`` at ``steps``."""
+    """Linear warm-up to ``lr``, then cosine decay to ``lr * min_lr_ratio`` at ``steps``.
+
+    Parameters
+    ----------
+    step : int
+        The optimizer step (0-based).
+    cfg : TrainConfig
+        Reads ``lr``, ``warmup_steps``, ``steps`` and ``min_lr_ratio``.
+
+    Returns
+    -------
+    float
+        The learning rate of that step.
+
+    Examples
+    --------
+    >>> from icml25.nn import TrainConfig, cosine_lr
+    >>> cfg = TrainConfig(steps=100, lr=1e-3, warmup_steps=10)
+    >>> cosine_lr(0, cfg), cosine_lr(9, cfg), cosine_lr(100, cfg)
+    (0.0001, 0.001, 0.0001)
+    """
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     span = max(cfg.steps - cfg.warmup_steps, 1)
@@ -196,7 +234,20 @@ def step_seed(seed: int, step: int, rank: int = 0) -> int:
 
 
 def is_main_process() -> bool:
-    """Rank 0 under torchrun, or a plain single process: the one that logs and writes."""
+    """Rank 0 under torchrun, or a plain single process: the one that logs and writes.
+
+    Returns
+    -------
+    bool
+        Whether the ``RANK`` environment variable is unset or 0.
+
+    Examples
+    --------
+    >>> import os
+    >>> from icml25.nn import is_main_process
+    >>> is_main_process() == (os.environ.get("RANK", "0") == "0")
+    True
+    """
     return os.environ.get("RANK", "0") == "0"
 
 
@@ -382,6 +433,50 @@ def train(
     ``cfg.device`` and stays there. With ``cfg.out_dir`` set, checkpoints go to
     ``out_dir/checkpoint`` every ``checkpoint_every`` steps and at the end, and training resumes
     from there when ``resume``. Under DDP only rank 0 logs and writes; every rank resumes.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model; trained in place and left on ``cfg.device``.
+    loss_fn : callable
+        ``loss_fn(model, batch) -> loss`` or ``(loss, metrics)`` (metrics are logged).
+    batch_fn : callable
+        ``batch_fn(step, generator, rank) -> batch`` on the CPU.
+    cfg : TrainConfig
+        Steps, optimizer, schedule, device, precision, checkpoints.
+    resume : bool, default=True
+        Continue from ``cfg.out_dir``'s checkpoint when there is one.
+    on_log : callable or None, default=None
+        Called with every log record (rank 0).
+    examples_per_batch : int or None, default=None
+        Examples in one batch, for ``examples_per_s`` (None: ``cfg.batch_size``).
+
+    Returns
+    -------
+    TrainState
+        Steps done, the log, and the EMA / scaler states.
+
+    Raises
+    ------
+    FloatingPointError
+        When the loss becomes non-finite.
+    ValueError
+        For an unknown or unavailable device.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.nn import TrainConfig, Transformer, TransformerConfig, train
+    >>> m = Transformer(TransformerConfig(vocab_size=10, seq_len=8, d_model=16, n_layers=1,
+    ...                                   n_heads=2))
+    >>> def batch_fn(step, gen, rank):                 # a batch of random token ids
+    ...     return torch.randint(0, 10, (4, 8), generator=gen)
+    >>> def loss_fn(model, ids):                       # reconstruct the input
+    ...     return torch.nn.functional.cross_entropy(model(ids).flatten(0, 1), ids.flatten())
+    >>> cfg = TrainConfig(steps=4, batch_size=4, warmup_steps=1, log_every=2, device="cpu")
+    >>> state = train(m, loss_fn, batch_fn, cfg)
+    >>> state.step, [row["step"] for row in state.log]
+    (4, [2, 4])
     """
     device = resolve_device(cfg.device)
     configure_backends(device)
