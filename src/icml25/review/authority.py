@@ -34,7 +34,25 @@ if TYPE_CHECKING:
 
 
 class Action(StrEnum):
-    """Everything a user can see or do; each is checked by :func:`authorize`."""
+    """Everything a user can see or do; each is checked by :func:`authorize` (a ``str``
+    enum: each member equals its value).
+
+    Parameters
+    ----------
+    value : str
+        The action's name, e.g. ``"write_review"``, ``"view_authors"``, ``"advance_phase"``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+
+    Examples
+    --------
+    >>> from icml25.review import Action
+    >>> Action("write_review") is Action.WRITE_REVIEW, Action.BID == "bid"
+    (True, True)
+    """
 
     SUBMIT = "submit"  # create a submission
     EDIT_SUBMISSION = "edit_submission"
@@ -142,7 +160,71 @@ class Viewer:
 
 @dataclass(frozen=True)
 class Facts:
-    """Plain facts about an actor, a venue and (optionally) one submission and one review."""
+    """Plain facts about an actor, a venue and (optionally) one submission and one review:
+    what :func:`authorize` decides from (the service layer builds them with ``facts_for``).
+
+    Parameters
+    ----------
+    phase : Phase
+        The venue's phase.
+    venue_roles : frozenset of Role, default=frozenset()
+        The actor's roles in the venue.
+    logged_in : bool, default=True
+        Whether the request has an account behind it.
+    verified : bool, default=False
+        Whether the account's e-mail address is verified.
+    is_admin : bool, default=False
+        A site administrator.
+    is_author : bool, default=False
+        An author of the submission (a verified co-author or the submitter).
+    authored_in_venue : bool, default=False
+        An author of some submission of the venue.
+    is_assigned_reviewer, is_assigned_ac : bool, default=False
+        Assigned to the submission as reviewer / area chair.
+    conflicted : bool, default=False
+        In conflict with the submission.
+    own_review_submitted : bool, default=False
+        The actor has submitted their review of the submission.
+    submission_active : bool, default=True
+        The submission is not withdrawn.
+    has_submission : bool, default=False
+        Whether the action concerns one submission.
+    review_submitted : bool, default=False
+        The target review is submitted.
+    own_review : bool, default=False
+        The target review is the actor's own.
+    stage2_released : bool, default=False
+        Stage 2 is already released to the submission's authors.
+    n_author_ratings : int, default=0
+        Ratings of the actor's reviews (for the feedback aggregate).
+    field_stage : int, default=1
+        Stage of the added review-form field asked about.
+    field_audience : str, default="authors"
+        Audience of that field.
+    is_senior_ac : bool, default=False
+        A senior area chair over the paper's area chair.
+    is_subreviewer : bool, default=False
+        Invited for this paper by a reviewer still assigned to it.
+    delegated_review : bool, default=False
+        The target review is that of the actor's inviter.
+    own_invitation : bool, default=False
+        The target sub-reviewer was invited by the actor.
+    accepted : bool, default=False
+        The paper's decision accepts it.
+    camera_ready_closed : bool, default=False
+        The camera-ready deadline has passed.
+    own_job : bool, default=False
+        The background job asked about was started by the actor.
+
+    Examples
+    --------
+    >>> from icml25.review import Facts, Phase, Role, may
+    >>> chair = Facts(Phase.REVIEWING, venue_roles=frozenset({Role.CHAIR}), verified=True)
+    >>> chair.chair, may("advance_phase", chair)
+    (True, True)
+    >>> may("advance_phase", Facts(Phase.REVIEWING, verified=True))
+    False
+    """
 
     phase: Phase
     venue_roles: frozenset[Role] = field(default_factory=frozenset)
@@ -281,7 +363,36 @@ def _note(action: Action) -> None:
 
 # ---------------------------------------------------------------------- deciding
 def authorize(action: Action | str, f: Facts) -> None:
-    """Raise :class:`NotAllowed` (with the reason) unless the action is allowed."""
+    """Raise :class:`NotAllowed` (with the reason) unless the action is allowed.
+
+    Every decision is also noted on the current request's trail.
+
+    Parameters
+    ----------
+    action : Action or str
+        What the actor wants to see or do.
+    f : Facts
+        What is true of the actor, the submission and the venue's phase.
+
+    Raises
+    ------
+    NotAllowed
+        When the action is not allowed (the message says why).
+    ValueError
+        For an unknown action.
+
+    Examples
+    --------
+    >>> from icml25.review import Facts, NotAllowed, Phase, Role, authorize
+    >>> reviewer = Facts(Phase.REVIEWING, venue_roles=frozenset({Role.REVIEWER}),
+    ...                  verified=True, is_assigned_reviewer=True, has_submission=True)
+    >>> authorize("write_review", reviewer)  # allowed: returns None
+    >>> try:
+    ...     authorize("write_review", Facts(Phase.REVIEWING))
+    ... except NotAllowed as exc:
+    ...     print(exc)
+    please verify your e-mail address first (follow the link we sent you)
+    """
     action = Action(action)
     _note(action)
     if action not in NO_LOGIN and not f.logged_in:

@@ -13,11 +13,41 @@ class NotFound(LookupError):
 
 
 class NotAllowed(PermissionError):
-    """An action the actor may not perform (the message says why)."""
+    """An action the actor may not perform (the message says why).
+
+    Parameters
+    ----------
+    *args
+        The message, as for the built-in exception.
+
+    Examples
+    --------
+    >>> from icml25.review import Action, Facts, NotAllowed, Phase, authorize
+    >>> try:
+    ...     authorize(Action.ADVANCE_PHASE, Facts(Phase.REVIEWING))
+    ... except NotAllowed as exc:
+    ...     print(type(exc).__name__, isinstance(exc, PermissionError))
+    NotAllowed True
+    """
 
 
 class TransitionError(ValueError):
-    """A phase change the process does not allow (the message says why)."""
+    """A phase change the process does not allow (the message says why).
+
+    Parameters
+    ----------
+    *args
+        The message, as for the built-in exception.
+
+    Examples
+    --------
+    >>> from icml25.review import PhaseFacts, TransitionError, check_transition
+    >>> try:
+    ...     check_transition("submission", "reviewing", PhaseFacts())
+    ... except TransitionError as exc:
+    ...     print(exc)
+    cannot move from 'submission' to 'reviewing'; the next phase is 'bidding'
+    """
 
 
 class LoginFailed(PermissionError):

@@ -19,7 +19,28 @@ from icml25.review.errors import NotAllowed, TransitionError  # noqa: F401 (re-e
 
 
 class Phase(StrEnum):
-    """Venue phases, in process order."""
+    """Venue phases, in process order (a ``str`` enum: each member equals its value).
+
+    Parameters
+    ----------
+    value : str
+        The phase name: ``submission``, ``bidding``, ``assignment``, ``reviewing``,
+        ``feedback``, ``rebuttal``, ``discussion``, ``meta_review``, ``decision`` or
+        ``notification``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+
+    Examples
+    --------
+    >>> from icml25.review import Phase
+    >>> Phase("feedback"), Phase.FEEDBACK == "feedback"
+    (<Phase.FEEDBACK: 'feedback'>, True)
+    >>> list(Phase)[:3]
+    [<Phase.SUBMISSION: 'submission'>, <Phase.BIDDING: 'bidding'>, <Phase.ASSIGNMENT: 'assignment'>]
+    """
 
     SUBMISSION = "submission"
     BIDDING = "bidding"
@@ -50,7 +71,26 @@ PHASE_LABELS: dict[Phase, str] = {
 
 
 class Role(StrEnum):
-    """Venue roles. ``author`` is per submission, the others per venue."""
+    """Venue roles. ``author`` is per submission, the others per venue.
+
+    Parameters
+    ----------
+    value : str
+        ``chair``, ``sac`` (senior area chair), ``ac``, ``reviewer`` or ``author``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown role.
+
+    Examples
+    --------
+    >>> from icml25.review import Role
+    >>> [r.value for r in Role]
+    ['chair', 'sac', 'ac', 'reviewer', 'author']
+    >>> Role("ac") is Role.AC
+    True
+    """
 
     CHAIR = "chair"
     SAC = "sac"  # senior area chair: oversees some area chairs and their papers
@@ -74,7 +114,31 @@ def at_least(phase: Phase | str, other: Phase) -> bool:
 
 @dataclass(frozen=True)
 class PhaseFacts:
-    """What the phase guards need to know about a venue (gathered by the service layer)."""
+    """What the phase guards of :func:`check_transition` need to know about a venue
+    (gathered by the service layer).
+
+    Parameters
+    ----------
+    bidding_enabled : bool, default=True
+        Whether the venue has a bidding phase.
+    n_active_submissions : int, default=0
+        Submissions not withdrawn or desk-rejected.
+    n_unassigned_submissions : int, default=0
+        Active submissions with no reviewer.
+    n_missing_reviews : int, default=0
+        Assigned reviews not yet submitted.
+    n_undecided_submissions : int, default=0
+        Active submissions without a decision.
+
+    Examples
+    --------
+    >>> from icml25.review import PhaseFacts, check_transition
+    >>> facts = PhaseFacts(n_active_submissions=3, n_unassigned_submissions=1)
+    >>> check_transition("assignment", "reviewing", facts)
+    Traceback (most recent call last):
+    ...
+    icml25.review.errors.TransitionError: 1 submission(s) have no reviewer assigned
+    """
 
     bidding_enabled: bool = True
     n_active_submissions: int = 0
@@ -124,6 +188,35 @@ def check_transition(current: Phase | str, target: Phase | str, facts: PhaseFact
     keep the process sound: reviewing needs every submission to have a reviewer; author feedback
     needs every assigned review written (``force`` lets a chair go on with missing reviews, as
     real venues must); notification needs a decision for every submission.
+
+    Parameters
+    ----------
+    current : Phase or str
+        The venue's phase.
+    target : Phase or str
+        The phase asked for.
+    facts : PhaseFacts
+        The venue's counts the guards read.
+    force : bool, default=False
+        Release stage 1 (move to feedback) even with reviews missing.
+
+    Raises
+    ------
+    TransitionError
+        When ``target`` is not the next phase or a guard fails.
+    ValueError
+        For an unknown phase name.
+
+    Examples
+    --------
+    >>> from icml25.review import PhaseFacts, TransitionError, check_transition
+    >>> facts = PhaseFacts(n_active_submissions=3, n_missing_reviews=2)
+    >>> try:
+    ...     check_transition("reviewing", "feedback", facts)
+    ... except TransitionError as exc:
+    ...     print(exc)
+    2 assigned review(s) are not submitted (use force to release stage 1 anyway)
+    >>> check_transition("reviewing", "feedback", facts, force=True)  # allowed: returns None
     """
     current, target = Phase(current), Phase(target)
     expected = next_phase(current, facts.bidding_enabled)
@@ -170,6 +263,32 @@ def stage2_released(phase: Phase | str, n_submitted_reviews: int, n_rated_review
 
     Per submission as soon as every submitted review has been rated during the feedback phase;
     for everyone when the venue moves on to rebuttal (the feedback deadline).
+
+    Parameters
+    ----------
+    phase : Phase or str
+        The venue's phase.
+    n_submitted_reviews : int
+        Submitted reviews of the submission.
+    n_rated_reviews : int
+        How many of them its authors have rated.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValueError
+        For an unknown phase name.
+
+    Examples
+    --------
+    >>> from icml25.review import stage2_released
+    >>> stage2_released("feedback", 3, 2), stage2_released("feedback", 3, 3)
+    (False, True)
+    >>> stage2_released("rebuttal", 3, 0)  # the feedback deadline releases it for everyone
+    True
     """
     if at_least(phase, Phase.REBUTTAL):
         return True
@@ -179,7 +298,29 @@ def stage2_released(phase: Phase | str, n_submitted_reviews: int, n_rated_review
 
 
 def stage1_released(phase: Phase | str) -> bool:
-    """Whether authors may see summary, strengths and questions of submitted reviews."""
+    """Whether authors may see summary, strengths and questions of submitted reviews (from
+    the feedback phase on).
+
+    Parameters
+    ----------
+    phase : Phase or str
+        The venue's phase.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValueError
+        For an unknown phase name.
+
+    Examples
+    --------
+    >>> from icml25.review import stage1_released
+    >>> stage1_released("reviewing"), stage1_released("feedback"), stage1_released("decision")
+    (False, True, True)
+    """
     return at_least(phase, Phase.FEEDBACK)
 
 
