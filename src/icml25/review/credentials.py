@@ -19,7 +19,22 @@ PROOF_TYPE = "Ed25519Signature"
 
 
 class CredentialError(ValueError):
-    """A credential that does not verify (the message says why)."""
+    """A credential that does not verify (the message says why).
+
+    Parameters
+    ----------
+    *args
+        The message, as for ``ValueError``.
+
+    Examples
+    --------
+    >>> from icml25.review import CredentialError, verify_credential
+    >>> try:
+    ...     verify_credential("{not json", "00" * 32)
+    ... except CredentialError as exc:
+    ...     print(exc)
+    not JSON
+    """
 
 
 def _crypto():  # noqa: ANN202
@@ -53,7 +68,41 @@ def key_id(public_hex: str) -> str:
 
 
 def sign(claims: dict, private_hex: str, public_hex: str) -> dict:
-    """Sign ``claims`` with the venue key; returns the credential document."""
+    """Sign ``claims`` with the venue's Ed25519 key.
+
+    The signature covers the canonical JSON of ``claims`` (sorted keys, no spaces, UTF-8).
+
+    Parameters
+    ----------
+    claims : dict
+        JSON-serialisable claims (name, badge, venue, date, ...).
+    private_hex : str
+        The venue's raw private key, 64 hex digits.
+    public_hex : str
+        The matching public key, 64 hex digits (its id goes into the proof).
+
+    Returns
+    -------
+    dict
+        ``{"credential": claims, "proof": {"type", "key_id", "signature"}}``, the signature in
+        base64.
+
+    Raises
+    ------
+    ValueError
+        For a key that is not valid hex of the right length.
+
+    Examples
+    --------
+    >>> from icml25.review import sign_credential, verify_credential
+    >>> from icml25.review.credentials import new_keypair
+    >>> private, public = new_keypair()
+    >>> doc = sign_credential({"name": "Ada", "badge": "top-10"}, private, public)
+    >>> sorted(doc["proof"])
+    ['key_id', 'signature', 'type']
+    >>> verify_credential(doc, public).claims
+    {'name': 'Ada', 'badge': 'top-10'}
+    """
     ed = _crypto()
     key = ed.Ed25519PrivateKey.from_private_bytes(bytes.fromhex(private_hex))
     sig = key.sign(canonical(claims))
@@ -71,7 +120,40 @@ class Verified:
 
 
 def verify(doc: dict | str, public_hex: str) -> Verified:
-    """Check ``doc`` against the venue's published key; raise :class:`CredentialError`."""
+    """Check a credential against the venue's published key.
+
+    Parameters
+    ----------
+    doc : dict or str
+        The credential document, or its JSON text.
+    public_hex : str
+        The venue's published public key, 64 hex digits (never a key carried inside the
+        credential itself).
+
+    Returns
+    -------
+    Verified
+        The verified ``claims`` and the ``key_id``.
+
+    Raises
+    ------
+    CredentialError
+        When ``doc`` is not a credential, names another key, or its signature does not match
+        (any changed claim breaks it).
+
+    Examples
+    --------
+    >>> from icml25.review import CredentialError, sign_credential, verify_credential
+    >>> from icml25.review.credentials import new_keypair
+    >>> private, public = new_keypair()
+    >>> doc = sign_credential({"name": "Ada", "badge": "top-10"}, private, public)
+    >>> doc["credential"]["badge"] = "top-1"
+    >>> try:
+    ...     verify_credential(doc, public)
+    ... except CredentialError as exc:
+    ...     print(exc)
+    the signature does not match the credential (tampered?)
+    """
     from cryptography.exceptions import InvalidSignature
 
     ed = _crypto()

@@ -63,7 +63,24 @@ class UploadError(ValueError):
 
 
 class AssignmentError(ValueError):
-    """The assignment constraints cannot be met (the message says which)."""
+    """The assignment constraints cannot be met (the message says which).
+
+    Parameters
+    ----------
+    *args
+        The message, as for ``ValueError``.
+
+    Examples
+    --------
+    >>> from icml25.review import AssignmentError, AssignmentProblem, solve_assignment
+    >>> p = AssignmentProblem.build(2, 3, [0, 0, 1, 1], [0, 1, 0, 1], [1, 1, 1, 1], k=2,
+    ...                             max_load=1)
+    >>> try:
+    ...     solve_assignment(p)
+    ... except AssignmentError as exc:
+    ...     print(exc)
+    4 reviews needed but reviewers can take at most 3 (raise max_load or add reviewers)
+    """
 
 
 HTTP_STATUS: dict[type[Exception], int] = {

@@ -44,7 +44,42 @@ SCALE = 10_000  # integer cost units per unit of score (flow solver)
 @dataclass
 class Problem:
     """A sparse assignment instance. Pair arrays are aligned: pair ``e`` is
-    (``paper[e]``, ``reviewer[e]``) with combined score ``score[e]``."""
+    (``paper[e]``, ``reviewer[e]``) with combined score ``score[e]``.
+
+    Build one with :meth:`build`, which validates the input, drops conflicted and forbidden
+    pairs and adds pins.
+
+    Parameters
+    ----------
+    n_papers, n_reviewers : int
+        Sizes of the venue.
+    paper, reviewer : numpy.ndarray
+        ``(E,)`` int indices of the candidate pairs.
+    score : numpy.ndarray
+        ``(E,)`` float score of each pair.
+    k : numpy.ndarray
+        ``(n_papers,)`` reviewers wanted per paper.
+    min_load, max_load : numpy.ndarray
+        ``(n_reviewers,)`` bounds on each reviewer's papers.
+    institution : numpy.ndarray
+        ``(n_reviewers,)`` institution id (-1: no institution constraint).
+    pinned : numpy.ndarray, default=empty
+        ``(E,)`` bool, pairs that must be assigned.
+
+    Raises
+    ------
+    AssignmentError
+        (from :meth:`build`) for misaligned or out-of-range arrays, duplicate pairs,
+        non-finite scores or a pinned pair that is conflicted or forbidden.
+
+    Examples
+    --------
+    >>> from icml25.review import AssignmentProblem, solve_assignment
+    >>> p = AssignmentProblem.build(2, 3, paper=[0, 0, 0, 1, 1, 1], reviewer=[0, 1, 2, 0, 1, 2],
+    ...                             score=[0.9, 0.5, 0.1, 0.8, 0.2, 0.7], k=1, max_load=1)
+    >>> p.k.tolist(), p.max_load.tolist(), len(p.score)
+    ([1, 1], [1, 1, 1], 6)
+    """
 
     n_papers: int
     n_reviewers: int
@@ -194,8 +229,43 @@ def _result(p: Problem, chosen: np.ndarray, objective: str, solver: str,
 
 def solve(p: Problem, objective: str = "total", backend: str = "auto",
           time_limit: float = 600.0) -> Result:
-    """Solve ``p``; ``objective`` is "total" (max total score) or "fair" (max the worst paper's
-    total score, then the total). ``backend`` for "total": "ortools", "highs" or "auto"."""
+    """Solve an assignment problem exactly.
+
+    Parameters
+    ----------
+    p : AssignmentProblem
+        The instance.
+    objective : {"total", "fair"}, default="total"
+        ``"total"`` maximises the total score (a min-cost flow); ``"fair"`` maximises the worst
+        paper's total score, then the total (a MILP, for up to a few thousand papers).
+    backend : {"auto", "ortools", "highs"}, default="auto"
+        Solver for ``"total"``: OR-Tools' network simplex, SciPy's HiGHS LP, or OR-Tools when
+        installed.
+    time_limit : float, default=600.0
+        Seconds for the ``"fair"`` MILP (the best feasible solution is returned).
+
+    Returns
+    -------
+    Result
+        ``chosen`` (bool per candidate pair), ``objective``, ``solver``, ``total_score``,
+        ``min_paper_score`` and ``optimal``; ``result.pairs(p)`` lists (paper, reviewer).
+
+    Raises
+    ------
+    AssignmentError
+        When the constraints cannot be met, or for an unknown objective or backend.
+
+    Examples
+    --------
+    >>> from icml25.review import AssignmentProblem, solve_assignment
+    >>> p = AssignmentProblem.build(2, 3, paper=[0, 0, 0, 1, 1, 1], reviewer=[0, 1, 2, 0, 1, 2],
+    ...                             score=[0.9, 0.5, 0.1, 0.8, 0.2, 0.7], k=1, max_load=1)
+    >>> result = solve_assignment(p)
+    >>> result.pairs(p), result.total_score, result.min_paper_score
+    ([(0, 0), (1, 2)], 1.6, 0.7)
+    >>> solve_assignment(p, objective="fair").pairs(p)
+    [(0, 0), (1, 2)]
+    """
     p.check()
     if objective == "fair":
         return _solve_fair(p, time_limit)
@@ -332,7 +402,38 @@ def _solve_fair(p: Problem, time_limit: float) -> Result:
 def quality(p: Problem, result: Result, affinity: np.ndarray | None = None,
             bid: np.ndarray | None = None) -> dict:
     """What a chair sees before committing: per-pair affinity (text similarity) and bid
-    statistics over the chosen pairs, the worst-off papers, and reviewer loads."""
+    statistics over the chosen pairs, the worst-off papers, and reviewer loads.
+
+    Parameters
+    ----------
+    p : AssignmentProblem
+        The instance.
+    result : Result
+        Its solution (:func:`solve_assignment`).
+    affinity : numpy.ndarray or None, default=None
+        ``(E,)`` text affinity per candidate pair (None: the pair scores).
+    bid : numpy.ndarray or None, default=None
+        ``(E,)`` bid per candidate pair; adds the bid statistics.
+
+    Returns
+    -------
+    dict
+        ``objective``, ``solver``, ``optimal``, ``n_pairs``, ``total_score``,
+        ``mean_affinity``, ``min_pair_affinity``, ``min_paper_affinity``,
+        ``mean_paper_affinity``, ``worst_papers`` (up to 5), ``load_min``, ``load_max``,
+        ``n_pinned`` and, with ``bid``, ``bids_positive_assigned``, ``bids_positive_total``,
+        ``bids_honoured`` and ``negative_bid_pairs``.
+
+    Examples
+    --------
+    >>> from icml25.review import assignment_quality
+    >>> from icml25.review import AssignmentProblem, solve_assignment
+    >>> p = AssignmentProblem.build(2, 3, paper=[0, 0, 0, 1, 1, 1], reviewer=[0, 1, 2, 0, 1, 2],
+    ...                             score=[0.9, 0.5, 0.1, 0.8, 0.2, 0.7], k=1, max_load=1)
+    >>> q = assignment_quality(p, solve_assignment(p))
+    >>> q["n_pairs"], q["mean_affinity"], q["worst_papers"], q["load_max"]
+    (2, 0.8, [1, 0], 1)
+    """
     ch = result.chosen
     aff = p.score if affinity is None else np.asarray(affinity, float)
     per_paper = np.bincount(p.paper[ch], weights=aff[ch], minlength=p.n_papers)

@@ -77,7 +77,37 @@ def _unit(rating: float) -> float:
 
 
 def quality_score(reviews: Iterable[ReviewFacts]) -> QualityScore:
-    """The quality score of one reviewer from their reviews (see the module docstring)."""
+    """The quality score Q (0-100) of one reviewer from their reviews.
+
+    ``Q = 100 (0.5 A + 0.3 C + 0.2 T) / (sum of the weights present)``, with A the mean author
+    rating and C the mean area-chair rating (1-5 rescaled to 0-1) and T the share of reviews
+    submitted on time; a part without data is left out.
+
+    Parameters
+    ----------
+    reviews : iterable of ReviewFacts
+        The reviewer's submitted reviews (``icml25.review.rewards.ReviewFacts``).
+
+    Returns
+    -------
+    QualityScore
+        ``quality`` and its parts ``author``, ``ac``, ``timeliness``, with ``n_reviews`` and
+        ``n_author_ratings``.
+
+    Raises
+    ------
+    ValueError
+        For no reviews, or reviews of more than one reviewer.
+
+    Examples
+    --------
+    >>> from icml25.review import quality_score
+    >>> from icml25.review.rewards import ReviewFacts
+    >>> q = quality_score([ReviewFacts(7, author_rating=5, ac_rating=3),
+    ...                    ReviewFacts(7, author_rating=3, on_time=False)])
+    >>> q.author, q.ac, q.timeliness, q.quality
+    (0.75, 0.5, 0.5, 62.5)
+    """
     rows = list(reviews)
     if not rows:
         raise ValueError("a quality score needs at least one review")
@@ -105,9 +135,33 @@ def venue_scores(reviews: Iterable[ReviewFacts]) -> dict[int, QualityScore]:
 
 
 def award_badges(scores: dict[int, QualityScore], min_reviews: int = 1) -> dict[int, list[str]]:
-    """Badges per reviewer at venue close: top-10, top-30 (by Q among reviewers with at least
-    ``min_reviews`` reviews whose score may be disclosed; ties at the cut share the badge) and
-    on-time."""
+    """Badges per reviewer at venue close: ``top-10``, ``top-30`` and ``on-time``.
+
+    The top tiers go by Q among reviewers with at least ``min_reviews`` reviews whose score may
+    be disclosed (enough author ratings, 3); ties at the cut share the badge; a top-10 reviewer
+    holds both. ``on-time`` goes to every reviewer whose reviews were all on time.
+
+    Parameters
+    ----------
+    scores : dict of int to QualityScore
+        Reviewer id -> score (``icml25.review.rewards.venue_scores``).
+    min_reviews : int, default=1
+        Fewest submitted reviews for a top tier.
+
+    Returns
+    -------
+    dict of int to list of str
+        Reviewer id -> badges (possibly none).
+
+    Examples
+    --------
+    >>> from icml25.review import award_badges
+    >>> from icml25.review.rewards import ReviewFacts, venue_scores
+    >>> reviews = [ReviewFacts(u, author_rating=r) for u, r in
+    ...            [(1, 5), (1, 5), (1, 5), (2, 3), (2, 3), (2, 3), (3, 1), (3, 1), (3, 1)]]
+    >>> award_badges(venue_scores(reviews))
+    {1: ['top-10', 'top-30', 'on-time'], 2: ['on-time'], 3: ['on-time']}
+    """
     from icml25.review.authority import ratings_disclosable
 
     eligible = sorted((s for s in scores.values() if s.n_reviews >= min_reviews
@@ -133,9 +187,36 @@ IMPACT_FORMULA = ("I = mean over the papers a reviewer reviewed of log(1 + citat
 
 
 def impact_scores(reviewed: dict[int, list[int]], citations: dict[int, int]) -> dict[int, dict]:
-    """Reviewer impact: credit for the later impact of the papers one reviewed (see
-    ``IMPACT_FORMULA``). ``reviewed`` maps reviewer -> submission ids; ``citations`` maps
-    submission id -> citation count imported by a chair."""
+    """Reviewer impact: credit for the later impact of the papers one reviewed.
+
+    ``I`` = the mean of ``log(1 + citations)`` over the papers a reviewer reviewed, divided by
+    the same mean over all papers with a count (1.0 = average; papers without one are skipped).
+
+    Parameters
+    ----------
+    reviewed : dict of int to list of int
+        Reviewer id -> the submission ids they reviewed.
+    citations : dict of int to int
+        Submission id -> citation count imported by a chair.
+
+    Returns
+    -------
+    dict of int to dict
+        Reviewer id -> ``{"impact", "n_papers", "formula"}``, for reviewers with at least one
+        counted paper.
+
+    Raises
+    ------
+    ValueError
+        For a negative citation count.
+
+    Examples
+    --------
+    >>> from icml25.review import impact_scores
+    >>> out = impact_scores({1: [10, 11], 2: [12]}, {10: 9, 11: 0, 12: 3})
+    >>> out[1]["impact"], out[2]["impact"], out[2]["n_papers"]
+    (0.9363, 1.1274, 1)
+    """
     if any(c < 0 for c in citations.values()):
         raise ValueError("citation counts must be non-negative")
     if not citations:
