@@ -61,7 +61,40 @@ __all__ = [
 
 
 def create_app(*args, **kwargs):  # noqa: ANN002, ANN003, ANN201
-    """Build the FastAPI app (see :func:`icml25.review.web.create_app`)."""
+    """Build the platform's ASGI app: pages at ``/``, the JSON API at ``/api/v1``
+    (see :func:`icml25.review.web.create_app`).
+
+    Parameters
+    ----------
+    settings : icml25.review.settings.Settings or None, default=None
+        Runtime settings; None reads them from the ``ICML25_*`` environment
+        (``Settings.from_env``).
+    engine : sqlalchemy.engine.Engine or None, default=None
+        The database engine; None makes one from ``settings.database_url``.
+
+    Returns
+    -------
+    ASGI application
+        The FastAPI app wrapped in admission control and security headers; its
+        ``state.settings`` and ``state.engine`` hold what it runs with.
+
+    Raises
+    ------
+    icml25.core.errors.MissingExtraError
+        When the ``review`` extra (FastAPI) is not installed.
+
+    Examples
+    --------
+    >>> from fastapi.testclient import TestClient
+    >>> from icml25.review import create_app
+    >>> from icml25.review.settings import Settings
+    >>> app = create_app(Settings.from_env(review_home=".", tick_seconds=0))
+    >>> client = TestClient(app)
+    >>> client.get("/login").status_code
+    200
+    >>> client.get("/api/v1/venues").status_code  # the API needs a personal access token
+    403
+    """
     from icml25.core import require_extra
 
     require_extra("fastapi", "review")
