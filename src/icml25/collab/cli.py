@@ -545,3 +545,77 @@ def evaluate_lm_cmd(
     for k, r in res.items():
         typer.echo(f"{k:<18} {rate(r, 'success'):>20} {rate(r, 'interactivity'):>20} "
                    f"{r['tokens']:7.1f}")
+
+
+@app.command("train-online")
+def train_online_cmd(
+    policy: Annotated[str, typer.Option(help="hf:DIR (a local transformers causal LM folder) or "
+                                             "gemma-270m (the shipped Gemma 3 270M, offline).")],
+    out: Annotated[Path, typer.Option(help="Run folder: round-NNN/ (adapter, pairs.jsonl, "
+                                           "rewards.jsonl, metrics.jsonl), state.json.")],
+    user: Annotated[str, typer.Option(help="rule (the world's rule-based user) or a chat-model "
+                                           "spec playing the user simulator.")] = "rule",
+    tasks: Annotated[str, typer.Option(help="Task world: ask-or-guess-nl | math-roots | "
+                                            "ask-or-guess.")] = "ask-or-guess-nl",
+    rounds: Annotated[int, typer.Option(help="Online DPO rounds in all.")] = 3,
+    tasks_per_round: Annotated[int, typer.Option(help="Tasks sampled per round.")] = 128,
+    lora_r: Annotated[int, typer.Option(help="LoRA rank (paper: 32).")] = 32,
+    lora_alpha: Annotated[int, typer.Option(help="LoRA alpha (paper: 16).")] = 16,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue after the last complete "
+                                                          "round in --out.")] = False,
+    window: Annotated[int, typer.Option(help="MR window w (0 = single-turn reward).")] = 2,
+    n_samples: Annotated[int, typer.Option(help="Forward samples per candidate.")] = 2,
+    candidates: Annotated[int, typer.Option(help="Candidate replies per task.")] = 2,
+    max_tokens: Annotated[int, typer.Option(help="Tokens per generated reply.")] = 32,
+    lr: Annotated[float, typer.Option(help="DPO learning rate of the adapters.")] = 1e-4,
+    beta: Annotated[float, typer.Option(help="DPO beta (paper: 0.1).")] = 0.1,
+    batch_size: Annotated[int, typer.Option(help="DPO pairs per step.")] = 4,
+    sft_demos: Annotated[int, typer.Option(help="SFT demonstrations (LoRA, merged) before the "
+                                                "rounds; 0 = none.")] = 0,
+    eval_tasks: Annotated[int, typer.Option(help="Held-out conversations evaluated before the "
+                                                 "first round and after each; 0 = none.")] = 0,
+    pool_size: Annotated[int, typer.Option(help="Tasks the rounds draw from.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Round r uses seed + r.")] = 0,
+    device: Annotated[str, typer.Option(help="cpu | cuda.")] = "cpu",
+    threads: Annotated[int | None, typer.Option(help="torch CPU threads (default: torch's).")
+                       ] = None,
+) -> None:
+    """Online DPO rounds for any transformers causal LM: sample candidates, score them with the
+    multiturn-aware reward, build pairs, train one DPO round with TRL on LoRA adapters."""
+    from icml25.collab.worlds import WORLDS
+
+    try:
+        if tasks not in WORLDS:
+            raise ValueError(f"unknown --tasks {tasks!r}; known: {', '.join(sorted(WORLDS))}")
+        if not (policy == "gemma-270m" or (policy.startswith("hf:") and len(policy) > 3)):
+            raise ValueError(f"--policy {policy!r}: use hf:DIR or gemma-270m")
+        if rounds < 1 or tasks_per_round < 1 or eval_tasks < 0 or sft_demos < 0:
+            raise ValueError("--rounds and --tasks-per-round must be >= 1, --eval-tasks and "
+                             "--sft-demos >= 0")
+        from icml25.collab.hf_online import OnlineConfig
+
+        cfg = OnlineConfig(window=window, n_samples=n_samples, n_candidates=candidates,
+                           max_tokens=max_tokens, lr=lr, beta=beta, batch_size=batch_size,
+                           lora_r=lora_r, lora_alpha=lora_alpha)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    from icml25.core import require_extra
+
+    require_extra("torch", "torch")
+    import torch
+
+    from icml25.collab.hf_online import train_online
+
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        res = train_online(policy, tasks, out, rounds=rounds, tasks_per_round=tasks_per_round,
+                           cfg=cfg, user=user, resume=resume, seed=seed, pool_size=pool_size,
+                           eval_tasks=eval_tasks, sft_demos=sft_demos, device=device,
+                           log_fn=lambda m: typer.echo(m, err=True))
+    except (FileExistsError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(json.dumps({"out": res["out"], "rounds": len(res["log"]),
+                           "log": res["log"], "baseline": res["baseline"] and {
+                               k: res["baseline"][k] for k in ("n", "success", "interactivity")}},
+                          indent=1))

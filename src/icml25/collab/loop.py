@@ -17,7 +17,6 @@ window — which is exactly what the window ablation (w = 0 vs 1 vs 2) tests.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import math
@@ -29,11 +28,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from icml25.collab import world
-from icml25.collab.dataset import ScoredTurn, select_dpo_pair
-from icml25.collab.policy import PolicyChat, PolicyLM, WordTokenizer, conversation_rows
-from icml25.collab.reward import MultiturnReward
-from icml25.collab.simulator import Assistant
+from icml25.collab import online, world
+from icml25.collab.policy import PolicyLM, WordTokenizer, conversation_rows
+from icml25.collab.worlds import AskOrGuess
 from icml25.core.stats import clopper_pearson, mean_interval
 
 
@@ -59,6 +56,8 @@ class LoopConfig:
         if not (self.beta > 0 and self.lr > 0):
             raise ValueError("beta and lr must be positive")
 
+
+_WORLD = AskOrGuess()
 
 # --------------------------------------------------------------------------- SFT
 
@@ -115,63 +114,31 @@ def train_sft(policy: PolicyLM, tasks: Sequence[world.FormatTask], *, steps: int
 
 # --------------------------------------------------------------------------- MR and pairs
 
-async def _score_all(policy: PolicyLM, tasks: Sequence[world.FormatTask],
-                     candidates: Sequence[Sequence[str]], cfg: LoopConfig, seed: int
-                     ) -> list[list[float]]:
-    chat = PolicyChat(policy, temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=seed)
-    assistant = Assistant(chat, temperature=cfg.temperature, max_tokens=cfg.max_tokens)
-
-    async def one(task: world.FormatTask, cands: Sequence[str]) -> list[float]:
-        mr = MultiturnReward(user=world.RuleUser(task), assistant=assistant,
-                             task_metric=world.task_metric(task), window=cfg.window,
-                             n_samples=cfg.n_samples, token_penalty=cfg.token_penalty)
-        history = [{"role": "user", "content": task.request}]
-        return [s.mr for s in await mr.score(history, list(cands))]
-
-    return list(await asyncio.gather(*(one(t, c) for t, c in zip(tasks, candidates,
-                                                                     strict=True))))
-
-
 def multiturn_rewards(policy: PolicyLM, tasks: Sequence[world.FormatTask],
                       candidates: Sequence[Sequence[str]], cfg: LoopConfig, seed: int = 0
                       ) -> list[list[float]]:
     """MR of each candidate first reply, per task (all branches generated in shared batches)."""
-    return asyncio.run(_score_all(policy, tasks, candidates, cfg, seed))
+    histories = [_WORLD.opening(t) for t in tasks]
+    scores = online.score_candidates(policy, _WORLD, tasks, histories, candidates, cfg, seed)
+    return [[s.mr for s in row] for row in scores]
 
 
 def sample_candidates(policy: PolicyLM, tasks: Sequence[world.FormatTask], cfg: LoopConfig,
                       seed: int) -> list[list[str]]:
-    gen = torch.Generator().manual_seed(seed)
-    convs = [[{"role": "user", "content": t.request}] for t in tasks for _ in
-             range(cfg.n_candidates)]
-    texts = policy.generate(convs, temperature=cfg.temperature, max_tokens=cfg.max_tokens,
-                            generator=gen)
-    k = cfg.n_candidates
-    return [texts[i * k:(i + 1) * k] for i in range(len(tasks))]
+    return online.sample_candidates(policy, [_WORLD.opening(t) for t in tasks], cfg, seed)
 
 
 def preference_pairs(tasks: Sequence[world.FormatTask], candidates: Sequence[Sequence[str]],
                      rewards: Sequence[Sequence[float]], min_gap: float) -> list[dict[str, Any]]:
     """Chosen = highest MR, rejected = lowest per task, when they differ by ``min_gap`` (the
     data engine's rule, :func:`icml25.collab.dataset.select_dpo_pair`) and by their text."""
-    pairs = []
-    for t, cands, mrs in zip(tasks, candidates, rewards, strict=True):
-        turn = ScoredTurn([{"role": "user", "content": t.request}], list(cands), list(mrs))
-        row = select_dpo_pair(turn, min_gap)
-        if row is None:
-            continue
-        chosen, rejected = row["chosen"][0]["content"], row["rejected"][0]["content"]
-        if chosen != rejected:
-            pairs.append({"prompt": row["prompt"], "chosen": chosen, "rejected": rejected,
-                          "mr_chosen": row["score_chosen"], "mr_rejected": row["score_rejected"]})
-    return pairs
+    return online.preference_pairs([_WORLD.opening(t) for t in tasks], candidates, rewards,
+                                   min_gap)
 
 
 def collect_pairs(policy: PolicyLM, tasks: Sequence[world.FormatTask], cfg: LoopConfig,
                   seed: int) -> list[dict[str, Any]]:
-    cands = sample_candidates(policy, tasks, cfg, seed)
-    rewards = multiturn_rewards(policy, tasks, cands, cfg, seed + 1)
-    return preference_pairs(tasks, cands, rewards, cfg.min_gap)
+    return online.collect_round(policy, _WORLD, tasks, cfg, seed).pairs
 
 
 # --------------------------------------------------------------------------- DPO
@@ -256,22 +223,23 @@ def online_dpo(policy: PolicyLM, task_pool: Sequence[world.FormatTask], cfg: Loo
         log = state["log"]
     if reference is None:
         reference = _frozen(policy)
-    n = len(task_pool)
-    for r in range(len(log), rounds):
-        rng = np.random.default_rng(seed + r)
-        tasks = [task_pool[i] for i in rng.choice(n, size=min(tasks_per_round, n), replace=False)]
-        pairs = collect_pairs(policy, tasks, cfg, seed + r)
-        loss = (dpo_step(policy, reference, opt, pairs, cfg,
-                         torch.Generator().manual_seed(seed + r)) if pairs else math.nan)
-        asked = sum(world.is_question(p["chosen"]) for p in pairs)
-        log.append({"round": r, "pairs": len(pairs), "loss": loss, "chosen_questions": asked})
-        if state_path is not None:
-            state_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = state_path.with_suffix(".tmp")
-            torch.save({"policy": policy.model.state_dict(), "optimizer": opt.state_dict(),
-                        "reference": reference.state_dict(), "log": log}, tmp)
-            tmp.replace(state_path)
-    return log
+    ref = reference
+
+    def train(pairs: list[dict[str, Any]], round_seed: int) -> float:
+        return dpo_step(policy, ref, opt, pairs, cfg, torch.Generator().manual_seed(round_seed))
+
+    def save(log: list[dict[str, Any]], _data: Any) -> None:
+        if state_path is None:
+            return
+        state_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = state_path.with_suffix(".tmp")
+        torch.save({"policy": policy.model.state_dict(), "optimizer": opt.state_dict(),
+                    "reference": ref.state_dict(), "log": log}, tmp)
+        tmp.replace(state_path)
+
+    return online.run_rounds(policy, _WORLD, task_pool, cfg, rounds=rounds,
+                             tasks_per_round=tasks_per_round, seed=seed, train=train, log=log,
+                             save=save)
 
 
 # --------------------------------------------------------------------------- evaluation
