@@ -567,6 +567,8 @@ def train_online_cmd(
     n_samples: Annotated[int, typer.Option(help="Forward samples per candidate.")] = 2,
     candidates: Annotated[int, typer.Option(help="Candidate replies per task.")] = 2,
     max_tokens: Annotated[int, typer.Option(help="Tokens per generated reply.")] = 32,
+    min_gap: Annotated[float, typer.Option(help="Keep a pair only when MR(chosen) - "
+                                                "MR(rejected) >= this (paper: 0.1).")] = 0.1,
     lr: Annotated[float, typer.Option(help="DPO learning rate of the adapters.")] = 1e-4,
     beta: Annotated[float, typer.Option(help="DPO beta (paper: 0.1).")] = 0.1,
     batch_size: Annotated[int, typer.Option(help="DPO pairs per step.")] = 4,
@@ -595,7 +597,8 @@ def train_online_cmd(
         from icml25.collab.hf_online import OnlineConfig
 
         cfg = OnlineConfig(window=window, n_samples=n_samples, n_candidates=candidates,
-                           max_tokens=max_tokens, lr=lr, beta=beta, batch_size=batch_size,
+                           max_tokens=max_tokens, min_gap=min_gap, lr=lr, beta=beta,
+                           batch_size=batch_size,
                            lora_r=lora_r, lora_alpha=lora_alpha)
     except ValueError as exc:
         raise _fail(str(exc)) from None
