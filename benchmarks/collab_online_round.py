@@ -48,8 +48,11 @@ def main() -> None:
         "policy": args.policy, "tasks": args.tasks, "n": args.n, "threads": args.threads,
         "pairs": entry["pairs"], "seconds": parts, "round_seconds": round_s,
         "share": {k: v / round_s for k, v in parts.items()},
+        "cpu_seconds": entry["cpu_seconds"],
         "wall_seconds_with_load": total,
         f"extrapolated_round_seconds_{args.target}_tasks": round_s * scale,
+        f"extrapolated_round_cpu_seconds_{args.target}_tasks":
+            sum(entry["cpu_seconds"].values()) * scale,
         "extrapolation": f"linear: measured {args.n} tasks x {scale:g}"}, indent=1))
 
 

@@ -271,3 +271,12 @@ def test_math_world_checks_the_wanted_root_with_sympy():
     assert "x^2" in t.request and "=" in t.request
     with pytest.raises(ValueError, match="known"):
         worlds.get_world("chess")
+
+
+@pytest.mark.parametrize("name", ["worlds", "online", "hf_online"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"icml25.collab.{name}"))
+    assert result.attempted > 0 and result.failed == 0

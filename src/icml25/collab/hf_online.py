@@ -453,7 +453,8 @@ def train_online(policy: str, world_name: str, out: str | Path, *, rounds: int,
             "mr_mean": sum(mrs) / len(mrs) if mrs else math.nan,
             "mr_chosen_mean": (sum(p["mr_chosen"] for p in data.pairs) / len(data.pairs)
                                if data.pairs else math.nan),
-            "seconds": {k: round(v, 3) for k, v in data.seconds.items()}}
+            "seconds": {k: round(v, 3) for k, v in data.seconds.items()},
+            "cpu_seconds": {k: round(v, 3) for k, v in data.cpu_seconds.items()}}
         if held_out:
             ev = evaluate(hf, world, held_out, seed=seed + 10_000, max_tokens=cfg.max_tokens)
             entry["eval"] = {k: ev[k] for k in ("n", "success", "interactivity")}

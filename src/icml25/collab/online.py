@@ -41,8 +41,8 @@ from icml25.collab.simulator import Assistant
 
 @dataclasses.dataclass
 class RoundData:
-    """What one round collected: tasks, candidates, their scores, the pairs and the seconds
-    spent generating candidates and computing the rewards."""
+    """What one round collected: tasks, candidates, their scores, the pairs, and the wall and
+    process-CPU seconds spent generating candidates, computing the rewards and in DPO."""
 
     tasks: list[Any]
     histories: list[list[dict[str, Any]]]
@@ -50,6 +50,7 @@ class RoundData:
     scores: list[list[CandidateScore]]
     pairs: list[dict[str, Any]]
     seconds: dict[str, float]
+    cpu_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def rewards(self) -> list[list[float]]:
@@ -126,14 +127,15 @@ def collect_round(policy: Any, world: Any, tasks: Sequence[Any], cfg: Any, seed:
     """Steps 1-3 of a round (module docstring): candidates with ``seed``, rewards with
     ``seed + 1``, pairs."""
     histories = [world.opening(t) for t in tasks]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     cands = sample_candidates(policy, histories, cfg, seed)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     scores = score_candidates(policy, world, tasks, histories, cands, cfg, seed + 1, user)
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     data = RoundData(list(tasks), histories, cands, scores, [], {})
     data.pairs = preference_pairs(histories, cands, data.rewards, cfg.min_gap)
     data.seconds = {"generate": t1 - t0, "reward": t2 - t1}
+    data.cpu_seconds = {"generate": c1 - c0, "reward": c2 - c1}
     return data
 
 
@@ -182,9 +184,10 @@ def run_rounds(policy: Any, world: Any, pool: Sequence[Any], cfg: Any, *, rounds
     for r in range(len(log), rounds):
         tasks = draw_tasks(pool, tasks_per_round, seed + r)
         data = collect_round(policy, world, tasks, cfg, seed + r, user)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         loss = train(data.pairs, seed + r) if data.pairs else math.nan
         data.seconds["dpo"] = time.perf_counter() - t0
+        data.cpu_seconds["dpo"] = time.process_time() - c0
         asked = sum(bool(world.is_question(p["chosen"])) for p in data.pairs)
         entry = {"round": r, "pairs": len(data.pairs), "loss": loss, "chosen_questions": asked}
         if record is not None:
