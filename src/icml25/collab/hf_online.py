@@ -110,6 +110,16 @@ def load_base(spec: str, device: str = "cpu") -> tuple[Any, Any]:
                          "folder) or gemma-270m (the shipped Gemma 3 270M)")
     tok = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True, **kw)
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, **kw)
+
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None and "gguf" in str(getattr(quantizer.quantization_config,
+                                                       "quant_method", "")).lower() and all(
+            p.dtype.is_floating_point for p in model.parameters()):
+        # A GGUF file dequantised on load holds plain float weights, but transformers still
+        # marks the model quantized, and its Trainer then refuses to fine-tune it.
+        model.hf_quantizer = None
+        if getattr(model.config, "quantization_config", None) is not None:
+            del model.config.quantization_config
     if not getattr(tok, "chat_template", None):
         tok.chat_template = TRANSCRIPT_TEMPLATE
     if tok.pad_token is None:
