@@ -117,9 +117,8 @@ def load_base(spec: str, device: str = "cpu") -> tuple[Any, Any]:
             p.dtype.is_floating_point for p in model.parameters()):
         # A GGUF file dequantised on load holds plain float weights, but transformers still
         # marks the model quantized, and its Trainer then refuses to fine-tune it.
-        model.hf_quantizer = None
-        if getattr(model.config, "quantization_config", None) is not None:
-            del model.config.quantization_config
+        quantizer.remove_quantization_config(model)
+        model.config._is_quantized = False
     if not getattr(tok, "chat_template", None):
         tok.chat_template = TRANSCRIPT_TEMPLATE
     if tok.pad_token is None:
