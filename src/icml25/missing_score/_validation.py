@@ -15,7 +15,28 @@ COMPLETE_ROWS_PER_FEATURE = 10
 
 
 class TooFewCompleteRowsWarning(UserWarning):
-    """A method that uses only fully observed rows has too few of them for the dimension."""
+    """A method that uses only fully observed rows has too few of them for the dimension.
+
+    A :class:`UserWarning` issued by ``method="complete"`` (and the selectors using it) below
+    ``max(COMPLETE_ROWS_PER_FEATURE * d, 2 d + 1)`` complete rows.
+
+    Parameters
+    ----------
+    *args : object
+        The message (as for any warning).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> obs = np.ones((10, 3), bool); obs[2:, 0] = False   # 2 complete rows
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     check_complete_rows(obs)
+    2
+    >>> caught[0].category is TooFewCompleteRowsWarning
+    True
+    """
 
 
 def check_complete_rows(obs: np.ndarray, method: str = "complete", stacklevel: int = 4) -> int:

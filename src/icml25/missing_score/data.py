@@ -65,7 +65,31 @@ def star_precision(d: int, rng: np.random.Generator, p_edge: float = 0.9, n_cent
 
 def dense_precision(d: int, rng: np.random.Generator, p_edge: float = 0.5):
     """Unstructured graph: each edge w.p. p_edge, values U[0.5, 1], diagonal set so that the
-    minimum eigenvalue is 0.1."""
+    minimum eigenvalue is 0.1.
+
+    Parameters
+    ----------
+    d : int
+        Variables.
+    rng : numpy.random.Generator
+        Draws the edges and their values.
+    p_edge : float, default=0.5
+        Probability of each edge.
+
+    Returns
+    -------
+    precision : ndarray of shape (d, d)
+        Positive-definite precision with smallest eigenvalue 0.1.
+    adjacency : ndarray of shape (d, d), bool
+        The edges (no self-loops).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> P, adj = dense_precision(4, np.random.default_rng(0))
+    >>> round(float(np.linalg.eigvalsh(P).min()), 6), bool((adj == adj.T).all())
+    (0.1, True)
+    """
     A = np.triu(rng.random((d, d)) < p_edge, 1)
     W = np.where(A, rng.uniform(0.5, 1.0, (d, d)), 0.0)
     P = W + W.T
@@ -75,7 +99,32 @@ def dense_precision(d: int, rng: np.random.Generator, p_edge: float = 0.5):
 
 def strong_connection_covariance(d: int, rng: np.random.Generator):
     """The paper's truncated-Gaussian covariance: random eigenvalues U[0.5, 1.5] with Haar
-    eigenvectors on the first d-1 coordinates, then X_d = (X_1 + Z) / 2 with Var Z = Var X_1."""
+    eigenvectors on the first d-1 coordinates, then X_d = (X_1 + Z) / 2 with Var Z = Var X_1.
+
+    Parameters
+    ----------
+    d : int
+        Variables (>= 3).
+    rng : numpy.random.Generator
+        Draws the eigenvalues and eigenvectors.
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+        The covariance; the last variable is correlated with the first only through X_1.
+
+    Raises
+    ------
+    ValueError
+        If ``d < 3``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> S = strong_connection_covariance(4, np.random.default_rng(0))
+    >>> S.shape, bool(np.isclose(S[3, 0], S[0, 0] / 2))
+    ((4, 4), True)
+    """
     if d < 3:
         raise ValueError("needs d >= 3")
     Q = special_ortho_group.rvs(d - 1, random_state=rng)
@@ -89,7 +138,42 @@ def strong_connection_covariance(d: int, rng: np.random.Generator):
 
 def sample_gaussian(n: int, mean, precision, rng: np.random.Generator, domain=None,
                     max_tries: int = 1000):
-    """n draws from N(mean, P^{-1}), restricted to ``domain`` by rejection if given."""
+    """n draws from N(mean, P^{-1}), restricted to ``domain`` by rejection if given.
+
+    Parameters
+    ----------
+    n : int
+        Number of draws.
+    mean : array-like of shape (d,)
+        The mean.
+    precision : array-like of shape (d, d)
+        The precision matrix P.
+    rng : numpy.random.Generator
+        The random source.
+    domain : Domain or None, default=None
+        Keep only draws inside it (rejection sampling); None: all of R^d.
+    max_tries : int, default=1000
+        Rejection rounds before giving up.
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+        The draws.
+
+    Raises
+    ------
+    RuntimeError
+        If the domain holds too little mass for rejection sampling.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.missing_score import Box
+    >>> rng = np.random.default_rng(0)
+    >>> X = sample_gaussian(500, [0.0, 0.0], np.eye(2), rng, domain=Box([0.0, 0.0]))
+    >>> X.shape, bool((X > 0).all())
+    ((500, 2), True)
+    """
     S = np.linalg.inv(precision)
     mean = np.asarray(mean, float)
     if domain is None:

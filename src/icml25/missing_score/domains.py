@@ -14,7 +14,20 @@ __all__ = ["Box", "Domain", "HalfSpace"]
 
 
 class Domain:
-    """Base: the whole space, g = 1."""
+    """Base: the whole space, g = 1.
+
+    Subclasses define ``contains`` (membership of rows), ``weights`` (the boundary-vanishing
+    weight g and its derivative per coordinate) and ``standardised`` (the same set after the
+    estimators' standardisation). The base class takes no parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.zeros(2, 3, dtype=torch.float64)
+    >>> g, dg = Domain().weights(x, torch.ones_like(x))
+    >>> Domain().contains(x).tolist(), g.sum().item(), dg.sum().item()
+    ([True, True], 6.0, 0.0)
+    """
 
     def contains(self, x: torch.Tensor) -> torch.Tensor:
         return torch.ones(x.shape[:-1], dtype=torch.bool)
@@ -37,6 +50,41 @@ class Box(Domain):
     g_j = min(x_j - lower_j, upper_j - x_j, cap) on truncated coordinates and 1 on coordinates
     with no finite bound (the paper's choice, cap = 0.5). The marginal of a box is a box, so the
     weight of an observed coordinate depends on that coordinate only.
+
+    Parameters
+    ----------
+    lower : array-like of shape (d,)
+        Lower bounds (``-inf`` for none).
+    upper : array-like of shape (d,) or None, default=None
+        Upper bounds (None: ``+inf`` everywhere).
+    cap : float, default=0.5
+        Largest value of the weight g.
+
+    Attributes
+    ----------
+    lower, upper : torch.Tensor of shape (d,)
+        The bounds (float64).
+    cap : float
+        The weight cap.
+    truncated : torch.Tensor of shape (d,), bool
+        Coordinates with a finite bound.
+
+    Raises
+    ------
+    ValueError
+        If the bounds are not 1-d of the same length, a lower bound is not below its upper
+        bound, or ``cap`` is not positive.
+
+    Examples
+    --------
+    >>> import torch
+    >>> box = Box([0.0, -float("inf")])          # x_0 >= 0, x_1 free
+    >>> x = torch.tensor([[0.2, 5.0], [-1.0, 0.0]], dtype=torch.float64)
+    >>> box.contains(x).tolist()
+    [True, False]
+    >>> g, dg = box.weights(x[:1], torch.ones(1, 2))
+    >>> g.tolist(), dg.tolist()
+    ([[0.2, 1.0]], [[1.0, 0.0]])
     """
 
     def __init__(self, lower, upper=None, cap: float = 0.5):
@@ -77,6 +125,40 @@ class HalfSpace(Domain):
     For a fully observed row, g_j = min(distance to the hyperplane, cap) for every j. A row with
     missing entries gets g = 1: the marginal of a half-space on a strict subset of coordinates is
     the whole space (the paper's implementation choice).
+
+    Parameters
+    ----------
+    normal : array-like of shape (d,)
+        The normal vector a (finite, non-zero; stored normalised).
+    offset : float
+        The offset b (stored divided by ``|a|``).
+    cap : float, default=0.5
+        Largest value of the weight g.
+
+    Attributes
+    ----------
+    normal : torch.Tensor of shape (d,)
+        The unit normal.
+    offset : float
+        The offset for the unit normal.
+    cap : float
+        The weight cap.
+
+    Raises
+    ------
+    ValueError
+        If ``normal`` is not a finite, non-zero 1-d vector.
+
+    Examples
+    --------
+    >>> import torch
+    >>> h = HalfSpace([1.0, 1.0], 1.0)           # x_0 + x_1 <= 1
+    >>> x = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+    >>> h.contains(x).tolist()
+    [True, False]
+    >>> g, _ = h.weights(x[:1], torch.tensor([[1.0, 0.0]]))   # a missing entry: g = 1
+    >>> g.tolist()
+    [[1.0, 1.0]]
     """
 
     def __init__(self, normal, offset: float, cap: float = 0.5):

@@ -35,6 +35,59 @@ class Objective:
     (the variational estimator with an exact conditional sampler; Gaussian models only).
     ``proposal_scale``: per-coordinate std of the fixed IW/EM proposal (scalar or (d,)).
     Calling it returns (training loss, mean loss estimate) for a batch.
+
+    Parameters
+    ----------
+    method : {"iw", "variational", "em", "zeroed", "complete", "exact"}
+        The estimator.
+    dim : int
+        Number of variables.
+    n_draws : int, default=10
+        Imputation draws per row (``iw``, ``em``, ``variational``, ``exact``).
+    proposal_scale : float or array-like of shape (d,), default=1.0
+        Per-coordinate std of the fixed IW/EM proposal (positive).
+    proposal_mean : array-like of shape (d,) or None, default=None
+        Mean of the IW/EM proposal (None: the model's own).
+    domain : Domain or None, default=None
+        Truncation domain (None: the whole space).
+    var_hidden : tuple of int, default=(64, 64)
+        Hidden widths of the variational imputer.
+    var_steps : int, default=5
+        Inner Adam steps on the imputer per batch.
+    var_lr : float, default=0.01
+        Learning rate of the imputer.
+    var_objective : {"fisher", "kl"}, default="fisher"
+        Inner objective of the imputer.
+    var_clip : float, default=0.5
+        Gradient-norm clip of the imputer.
+    sampler : callable or None, default=None
+        Conditional sampler for ``exact`` (None: the model's exact Gaussian conditional).
+    generator : torch.Generator or None, default=None
+        Random source of the draws.
+
+    Returns
+    -------
+    loss : torch.Tensor or None
+        What calling it gives first: the scalar training loss (None when every row was dropped).
+    value : float
+        Then the mean loss estimate over the kept rows (NaN when none).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``method`` or ``var_objective``, ``n_draws < 1`` or a non-positive
+        ``proposal_scale``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.missing_score import GaussianModel
+    >>> obj = Objective("zeroed", 2)
+    >>> x0 = torch.tensor([[0.5, 0.0], [1.0, -1.0]], dtype=torch.float64)
+    >>> obs = torch.tensor([[1.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+    >>> loss, value = obj(GaussianModel(2), x0, obs)
+    >>> loss.shape, isinstance(value, float)
+    (torch.Size([]), True)
     """
 
     def __init__(self, method: str, dim: int, *, n_draws: int = 10, proposal_scale=1.0,
@@ -117,6 +170,41 @@ def fit_density(model, X, method: str = "iw", *, n_iter: int = 1000, lr: float =
     ``lr_decay`` decays the step size linearly to 5% (a less noisy final iterate);
     ``objective_kw`` go to :class:`Objective` (n_draws, proposal_scale, domain, var_*...).
 
+    Parameters
+    ----------
+    model : DensityModel
+        The model to fit (its parameters are updated in place).
+    X : array-like of shape (n, d)
+        Data with NaN for missing entries; ``d`` must equal ``model.dim``.
+    method : str, default="iw"
+        One of :data:`METHODS` (see :class:`Objective`).
+    n_iter : int, default=1000
+        Adam steps.
+    lr : float, default=0.01
+        Learning rate.
+    batch_size : int or None, default=100
+        Rows per step, drawn with replacement (None or >= n: all rows).
+    clip : float or None, default=0.5
+        Gradient-norm clip (None or 0: none).
+    seed : int or None, default=None
+        Seeds the batches and draws.
+    lr_decay : bool, default=False
+        Decay the learning rate linearly to 5 %.
+    **objective_kw
+        Passed to :class:`Objective`.
+
+    Returns
+    -------
+    list of float
+        The mean loss estimate of each step (NaN when a batch had no usable row).
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is malformed or has the wrong width, or for a bad objective option.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> from icml25.missing_score import GaussianModel
     >>> X = np.random.default_rng(0).normal(size=(200, 3)); X[::3, 1] = np.nan

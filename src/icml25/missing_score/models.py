@@ -27,6 +27,30 @@ class DensityModel(nn.Module):
 
     ``analytic=False`` forces the autograd path even where a closed form exists (benchmarks and
     tests compare the two).
+
+    Parameters
+    ----------
+    dim : int
+        Number of variables (>= 1).
+
+    Attributes
+    ----------
+    dim : int
+        Number of variables.
+
+    Raises
+    ------
+    ValueError
+        If ``dim < 1``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> class Laplace(DensityModel):
+    ...     def log_q(self, x):
+    ...         return -x.abs().sum(-1)
+    >>> Laplace(2).score(torch.tensor([[1.0, -2.0]])).tolist()
+    [[-1.0, 1.0]]
     """
 
     analytic: bool = False
@@ -79,6 +103,24 @@ class EnergyModel(DensityModel):
     (for a plain function closing over them) are trained. Scores and Hessian diagonals come
     from autograd.
 
+    Parameters
+    ----------
+    energy : callable
+        ``energy(x)`` for x of shape (N, d) returns log q(x) of shape (N,).
+    dim : int
+        Number of variables.
+    params : iterable of torch.Tensor, default=()
+        Extra tensors to train (wrapped as ``nn.Parameter``).
+
+    Raises
+    ------
+    TypeError
+        If ``energy`` is not callable.
+    ValueError
+        If ``dim < 1``, or (when called) ``energy`` returns the wrong shape.
+
+    Examples
+    --------
     >>> import torch
     >>> m = EnergyModel(lambda x: -(x ** 4).sum(-1), dim=2)
     >>> m.score(torch.ones(1, 2)).tolist()
@@ -112,6 +154,40 @@ class GaussianModel(DensityModel):
       ``"symmetric"``: free diagonal and off-diagonal entries (used for sparse graphs, where the
       L1 penalty acts directly on P's off-diagonal; positive definiteness is not enforced).
     ``learn_mean=False`` keeps mu fixed (at ``mean``, default 0).
+
+    Parameters
+    ----------
+    dim : int
+        Number of variables.
+    precision : array-like of shape (d, d) or None, default=None
+        Initial precision (None: the identity).
+    mean : array-like of shape (d,) or None, default=None
+        Initial mean (None: zeros).
+    learn_mean : bool, default=True
+        Train the mean.
+    parametrization : {"cholesky", "symmetric"}, default="cholesky"
+        How the precision is parametrised.
+    analytic : bool, default=True
+        Closed-form score and Hessian diagonal (False: autograd).
+
+    Attributes
+    ----------
+    mean : torch.nn.Parameter of shape (d,)
+        The mean.
+
+    Raises
+    ------
+    ValueError
+        For an unknown parametrization or shapes that do not match ``dim``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> m = GaussianModel(2, precision=[[2.0, 0.5], [0.5, 1.0]])
+    >>> m.precision().detach().round(decimals=6).tolist()
+    [[2.0, 0.5], [0.5, 1.0]]
+    >>> m.score(torch.tensor([[1.0, 0.0]], dtype=torch.float64)).detach().round(decimals=6)
+    tensor([[-2.0000, -0.5000]], dtype=torch.float64)
     """
 
     analytic = True
@@ -183,6 +259,28 @@ class ICAModel(DensityModel):
     """The paper's ICA-type energy log q(x) = -1/2 sum_ij Theta_ij x_i^2 x_j^2, Theta = L L^T.
 
     score_k = -2 x_k (Theta x^2)_k and d score_k / d x_k = -2 (Theta x^2)_k - 4 Theta_kk x_k^2.
+
+    Parameters
+    ----------
+    dim : int
+        Number of variables.
+    theta : array-like of shape (d, d) or None, default=None
+        Initial positive-definite Theta (None: the identity).
+    analytic : bool, default=True
+        Closed-form score and Hessian diagonal (False: autograd).
+
+    Raises
+    ------
+    ValueError
+        If ``dim < 1``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> m = ICAModel(2)
+    >>> x = torch.tensor([[1.0, 2.0]], dtype=torch.float64)
+    >>> m.log_q(x).item(), m.score(x).tolist()
+    (-8.5, [[-2.0, -16.0]])
     """
 
     analytic = True

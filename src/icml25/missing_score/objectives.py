@@ -42,7 +42,35 @@ def _sm_integrand(s, h, g, dg):
 def score_matching_loss(model, x: torch.Tensor, obs: torch.Tensor | None = None,
                         domain: Domain | None = None):
     """Ordinary (truncated) score matching on rows ``x``; with ``obs`` only those coordinates
-    are summed. Returns per-row (surrogate, value) (identical here)."""
+    are summed. Returns per-row (surrogate, value) (identical here).
+
+    Parameters
+    ----------
+    model : DensityModel
+        The model (its ``score_and_hess_diag`` is used).
+    x : torch.Tensor of shape (N, d)
+        The rows.
+    obs : torch.Tensor of shape (N, d) or None, default=None
+        0/1 mask of the coordinates to sum (None: all).
+    domain : Domain or None, default=None
+        Truncation domain (None: the whole space).
+
+    Returns
+    -------
+    surrogate : torch.Tensor of shape (N,)
+        Differentiable per-row loss.
+    value : torch.Tensor of shape (N,)
+        The same, detached.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.missing_score import GaussianModel
+    >>> model = GaussianModel(2)                     # N(0, I)
+    >>> surr, val = score_matching_loss(model, torch.tensor([[1.0, 0.0]], dtype=torch.float64))
+    >>> val.tolist()                                 # sum_j s_j^2 + 2 ds_j/dx_j
+    [-3.0]
+    """
     domain = domain or _WHOLE
     if obs is None:
         obs = torch.ones_like(x)
@@ -54,7 +82,34 @@ def score_matching_loss(model, x: torch.Tensor, obs: torch.Tensor | None = None,
 
 def zeroed_loss(model, x0, obs, domain: Domain | None = None):
     """The biased "zeroed" baseline: missing entries set to 0, score matching on the observed
-    coordinates only (MissDiff carried over to explicit models)."""
+    coordinates only (MissDiff carried over to explicit models).
+
+    Parameters
+    ----------
+    model : DensityModel
+        The model.
+    x0 : torch.Tensor of shape (N, d)
+        Zero-filled rows.
+    obs : torch.Tensor of shape (N, d)
+        0/1 float mask (1 = observed).
+    domain : Domain or None, default=None
+        Truncation domain.
+
+    Returns
+    -------
+    surrogate, value : torch.Tensor of shape (N,)
+        Per-row loss (differentiable) and its detached copy.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.missing_score import GaussianModel
+    >>> model = GaussianModel(2)                     # N(0, I)
+    >>> x0 = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    >>> obs = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    >>> zeroed_loss(model, x0, obs)[1].tolist()     # only coordinate 0: 1 - 2
+    [-1.0]
+    """
     return score_matching_loss(model, x0 * obs, obs, domain)
 
 
@@ -84,6 +139,38 @@ def marginal_terms(model, xk, obs, weights=None, domain: Domain | None = None,
     xk: (N, r, d) imputed rows (observed entries identical across draws); weights: (N, r)
     self-normalised, detached (None = uniform, the variational estimator).
     Returns per-row (surrogate, value).
+
+    Parameters
+    ----------
+    model : DensityModel
+        The model.
+    xk : torch.Tensor of shape (N, r, d)
+        Imputed rows.
+    obs : torch.Tensor of shape (N, d)
+        0/1 float mask (1 = observed).
+    weights : torch.Tensor of shape (N, r) or None, default=None
+        Self-normalised weights (detached); None: uniform.
+    domain : Domain or None, default=None
+        Truncation domain.
+    log_q, s, h : torch.Tensor or None, default=None
+        Precomputed log q (N, r), score and Hessian diagonal (N, r, d) of ``xk``.
+
+    Returns
+    -------
+    surrogate : torch.Tensor of shape (N,)
+        Differentiable, with the gradient of the loss estimate.
+    value : torch.Tensor of shape (N,)
+        The loss estimate (detached).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.missing_score import GaussianModel
+    >>> model = GaussianModel(2)                     # N(0, I)
+    >>> xk = torch.tensor([[[1.0, 0.0], [1.0, 2.0]]], dtype=torch.float64)  # 2 draws
+    >>> obs = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    >>> marginal_terms(model, xk, obs)[1].tolist()  # the score of x_0 does not depend on x_1
+    [-1.0]
     """
     domain = domain or _WHOLE
     N, r, d = xk.shape
@@ -127,7 +214,44 @@ def iw_loss(model, x0, obs, n_draws: int, scale, mean=None, domain: Domain | Non
 
     Rows with no missing entry reduce exactly to ordinary score matching. Rows whose every draw
     falls outside a truncated domain get zero loss (and should be excluded from the mean: the
-    returned value is NaN for them)."""
+    returned value is NaN for them).
+
+    Parameters
+    ----------
+    model : DensityModel
+        The model.
+    x0 : torch.Tensor of shape (N, d)
+        Zero-filled rows.
+    obs : torch.Tensor of shape (N, d)
+        0/1 float mask (1 = observed).
+    n_draws : int
+        Proposal draws r per row.
+    scale : torch.Tensor of shape (d,)
+        Per-coordinate std of the Gaussian proposal.
+    mean : torch.Tensor of shape (d,) or None, default=None
+        Mean of the proposal (None: zeros).
+    domain : Domain or None, default=None
+        Truncation domain.
+    generator : torch.Generator or None, default=None
+        Random source of the draws.
+
+    Returns
+    -------
+    surrogate : torch.Tensor of shape (N,)
+        Differentiable per-row loss (0 for dropped rows).
+    value : torch.Tensor of shape (N,)
+        Per-row loss estimate (NaN for dropped rows).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.missing_score import GaussianModel
+    >>> model = GaussianModel(2)                     # N(0, I)
+    >>> x0 = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    >>> full = torch.ones(1, 2, dtype=torch.float64)
+    >>> iw_loss(model, x0, full, 5, torch.ones(2))[1].tolist()   # complete row: plain SM
+    [-3.0]
+    """
     domain = domain or _WHOLE
     xk, logp = draw_proposal(x0, obs, n_draws, scale, mean, generator)
     lq, s, h, w, valid = _iw_weights(model, xk, logp, domain)
@@ -140,7 +264,45 @@ def em_loss(model, x0, obs, n_draws: int, scale, mean=None, domain: Domain | Non
             generator: torch.Generator | None = None):
     """EM / fractional-imputation baseline (Uehara et al. 2020): the IW-weighted average of the
     ordinary score-matching integrand on observed coordinates, weights detached and no
-    covariance correction (so the weights' dependence on theta is ignored)."""
+    covariance correction (so the weights' dependence on theta is ignored).
+
+    Parameters
+    ----------
+    model : DensityModel
+        The model.
+    x0 : torch.Tensor of shape (N, d)
+        Zero-filled rows.
+    obs : torch.Tensor of shape (N, d)
+        0/1 float mask (1 = observed).
+    n_draws : int
+        Proposal draws r per row.
+    scale : torch.Tensor of shape (d,)
+        Per-coordinate std of the Gaussian proposal.
+    mean : torch.Tensor of shape (d,) or None, default=None
+        Mean of the proposal (None: zeros).
+    domain : Domain or None, default=None
+        Truncation domain.
+    generator : torch.Generator or None, default=None
+        Random source of the draws.
+
+    Returns
+    -------
+    surrogate : torch.Tensor of shape (N,)
+        Per-row loss (0 for dropped rows).
+    value : torch.Tensor of shape (N,)
+        Detached per-row loss (NaN for dropped rows).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from icml25.missing_score import GaussianModel
+    >>> model = GaussianModel(2)                     # N(0, I)
+    >>> x0 = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    >>> obs = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    >>> g = torch.Generator().manual_seed(0)
+    >>> em_loss(model, x0, obs, 8, torch.ones(2), generator=g)[1].tolist()
+    [-1.0]
+    """
     domain = domain or _WHOLE
     xk, logp = draw_proposal(x0, obs, n_draws, scale, mean, generator)
     lq, s, h, w, valid = _iw_weights(model, xk, logp, domain)

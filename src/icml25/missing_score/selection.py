@@ -26,7 +26,25 @@ SELECTIONS = ("ebic", "stars", "cv", "cv-1se")
 
 class DensestPenaltyWarning(UserWarning):
     """The selection chose the smallest penalty of the path (its densest graph): the best
-    point may lie beyond the path, or the rule cannot tell the graphs apart."""
+    point may lie beyond the path, or the rule cannot tell the graphs apart.
+
+    A :class:`UserWarning`; silence it with the ``warnings`` module when the densest graph is
+    expected.
+
+    Parameters
+    ----------
+    *args : object
+        The message (as for any warning).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("densest", DensestPenaltyWarning)
+    >>> caught[0].category.__name__, issubclass(DensestPenaltyWarning, UserWarning)
+    ('DensestPenaltyWarning', True)
+    """
 
 
 def stars_index(instability, beta: float = 0.05) -> int:
@@ -74,7 +92,29 @@ def support_refit(S, support) -> np.ndarray:
     """Unpenalised score-matching precision with off-diagonal ``support`` (bool (d, d)) for
     covariance ``S``: column j is ``S_AA^{-1} e_j`` on A = {j} + neighbours of j (the exact
     minimiser of ``tr(P S P) - 2 tr P`` column by column), then symmetrised. NaN where a
-    block of ``S`` is singular."""
+    block of ``S`` is singular.
+
+    Parameters
+    ----------
+    S : array-like of shape (d, d)
+        A covariance matrix.
+    support : array-like of bool of shape (d, d)
+        The allowed off-diagonal entries (the diagonal is always in).
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+        The symmetrised precision, zero outside the support (all NaN when a block is singular).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> S = np.array([[1.0, 0.5], [0.5, 1.0]])
+    >>> support_refit(S, np.zeros((2, 2), bool)).tolist()          # no edge: 1 / S_jj
+    [[1.0, 0.0], [0.0, 1.0]]
+    >>> bool(np.allclose(support_refit(S, ~np.eye(2, dtype=bool)), np.linalg.inv(S)))
+    True
+    """
     S = np.asarray(S, dtype=float)
     d = S.shape[0]
     P = np.zeros((d, d))
@@ -126,7 +166,33 @@ def held_out_loss(precision, mean, X, metric=None) -> float:
     K_o the marginal precision (Schur complement) of the observed set, or with a fixed
     preconditioner ``metric`` A the mean of (K_o r)' A_oo (K_o r) - 2 tr(A_oo K_o)
     (:func:`~icml25.missing_score.gaussian.exact_marginal_loss`). Lower is better; ``inf``
-    when a marginal precision cannot be formed (a singular missing block)."""
+    when a marginal precision cannot be formed (a singular missing block).
+
+    Parameters
+    ----------
+    precision : array-like of shape (d, d)
+        The model precision.
+    mean : array-like of shape (d,)
+        The model mean.
+    X : array-like of shape (n, d)
+        Held-out rows with NaN for missing entries.
+    metric : array-like of shape (d, d) or None, default=None
+        Fixed positive-definite preconditioner A (None: the identity).
+
+    Returns
+    -------
+    float
+        The mean loss, or ``inf`` for a non-finite precision or a singular block.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, np.nan], [0.0, 2.0]])
+    >>> held_out_loss(np.eye(2), np.zeros(2), X)
+    -0.5
+    >>> held_out_loss(np.full((2, 2), np.nan), np.zeros(2), X)
+    inf
+    """
     if not np.all(np.isfinite(precision)):
         return float("inf")
     try:
@@ -140,7 +206,29 @@ def observed_loglik(precision, mean, X) -> float:
     """Gaussian log-likelihood of the rows ``X`` (NaN = missing) under N(mean, precision^-1),
     each row on its observed coordinates (the observed-data likelihood under MCAR): the sum of
     0.5 log det K_o - 0.5 (x_o - mu_o)' K_o (x_o - mu_o) - |o|/2 log 2 pi, K_o the marginal
-    precision. ``-inf`` when a marginal precision is not positive definite."""
+    precision. ``-inf`` when a marginal precision is not positive definite.
+
+    Parameters
+    ----------
+    precision : array-like of shape (d, d)
+        The model precision.
+    mean : array-like of shape (d,)
+        The model mean.
+    X : array-like of shape (n, d)
+        Rows with NaN for missing entries (rows with nothing observed add 0).
+
+    Returns
+    -------
+    float
+        The total log-likelihood, ``-inf`` for a non-finite or non-PD marginal precision.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, np.nan]])
+    >>> round(float(observed_loglik(np.eye(2), np.zeros(2), X)), 6)   # -log(2 pi) / 2
+    -0.918939
+    """
     P = np.asarray(precision, dtype=float)
     if not np.all(np.isfinite(P)):
         return -np.inf
@@ -168,7 +256,34 @@ def extended_bic(loglik: float, n_edges: int, n_samples: int, n_features: int,
                  gamma: float = 0.5) -> float:
     """Extended BIC of a Gaussian graphical model (Foygel & Drton 2010):
     -2 loglik + |E| log n + 4 gamma |E| log d. gamma = 0 is the ordinary BIC; larger gamma
-    favours sparser graphs (gamma = 0.5 is their recommended default for d comparable to n)."""
+    favours sparser graphs (gamma = 0.5 is their recommended default for d comparable to n).
+
+    Parameters
+    ----------
+    loglik : float
+        Log-likelihood of the fitted graph.
+    n_edges : int
+        Number of edges |E|.
+    n_samples : int
+        Number of rows n.
+    n_features : int
+        Number of variables d.
+    gamma : float, default=0.5
+        The extended-BIC parameter.
+
+    Returns
+    -------
+    float
+        The criterion (lower is better); ``inf`` when ``loglik`` is not finite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bool(np.isclose(extended_bic(-10.0, 2, 100, 5, gamma=0.0), 20 + 2 * np.log(100)))
+    True
+    >>> extended_bic(-np.inf, 0, 100, 5)
+    inf
+    """
     if not np.isfinite(loglik):
         return float("inf")
     e = int(n_edges)
@@ -186,7 +301,33 @@ def ebic_path(est: MissingScoreGGM, X, gamma: float = 0.5) -> dict:
     The score-matching refit (:func:`support_refit`) is not used here: it is not the
     likelihood maximiser, is not always positive definite (log-likelihood -inf: measured on
     one random sparse graph, d = 20, n = 500, every path point but the empty one), and its
-    likelihood can fall as edges are added, which breaks the criterion."""
+    likelihood can fall as edges are added, which breaks the criterion.
+
+    Parameters
+    ----------
+    est : MissingScoreGGM
+        A fitted estimator (its ``path_``, ``alphas_``, ``location_``, ``scale_``).
+    X : array-like of shape (n, d)
+        The data it was fitted on (NaN = missing).
+    gamma : float, default=0.5
+        The extended-BIC parameter (see :func:`extended_bic`).
+
+    Returns
+    -------
+    dict
+        ``alphas`` (n_alphas,), ``ebic`` (n_alphas,), ``loglik`` (n_alphas,), ``n_edges``
+        (n_alphas,), ``gamma`` (float) and ``supports`` (list of lists of int).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from icml25.missing_score import MissingScoreGGM
+    >>> X = np.random.default_rng(0).normal(size=(200, 4)); X[::4, 0] = np.nan
+    >>> est = MissingScoreGGM(alpha=0.01, n_alphas=5, random_state=0).fit(X)
+    >>> res = ebic_path(est, X)
+    >>> sorted(res), len(res["ebic"])
+    (['alphas', 'ebic', 'gamma', 'loglik', 'n_edges', 'supports'], 5)
+    """
     Z = (np.asarray(X, dtype=float) - est.location_) / est.scale_
     S = pairwise_covariance(Z)
     n, d = Z.shape

@@ -16,7 +16,36 @@ __all__ = ["VariationalImputer"]
 
 
 class VariationalImputer(nn.Module):
-    """Gaussian variational conditional with an MLP mean on zero-filled input."""
+    """Gaussian variational conditional with an MLP mean on zero-filled input.
+
+    Parameters
+    ----------
+    dim : int
+        Number of variables d.
+    hidden : tuple of int, default=(64, 64)
+        Hidden widths of the d -> d mean network (SiLU activations, float64).
+    std_init : float, default=1.0
+        Initial value of ``exp(log_std)``.
+    std_lb : float, default=0.05
+        Lower bound added to the standard deviation.
+
+    Attributes
+    ----------
+    net : torch.nn.Sequential
+        The mean network.
+    log_std : torch.nn.Parameter of shape (d,)
+        Log of the learned part of the standard deviation.
+
+    Examples
+    --------
+    >>> import torch
+    >>> imp = VariationalImputer(2, hidden=(8,))
+    >>> x0 = torch.tensor([[1.5, 0.0]], dtype=torch.float64)
+    >>> obs = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    >>> xk, eps = imp.rsample(x0, obs, 3, torch.Generator().manual_seed(0))
+    >>> xk.shape, xk[0, :, 0].tolist(), imp.std().tolist()
+    (torch.Size([1, 3, 2]), [1.5, 1.5, 1.5], [1.05, 1.05])
+    """
 
     def __init__(self, dim: int, hidden=(64, 64), std_init: float = 1.0, std_lb: float = 0.05):
         super().__init__()
