@@ -16,6 +16,17 @@
 # WHEELS supplies them. Rehearsed on a CPU by tests/collab/test_collab_online_gpu_script.py
 # (DEVICE=cpu, a tiny random Llama, 2 rounds of 4 tasks).
 source "$(dirname "$0")/common.sh"
+# This script writes its own result.json; whatever ends it, one lands (with the exit status).
+trap - EXIT TERM INT
+collab_finish() {
+  local rc=$?
+  if [ ! -s "$OUT/result.json" ]; then
+    printf '{"system": "collab-online", "status": "exit %s"}\n' "$rc" > "$OUT/result.json"
+  fi
+  say "done (exit $rc)"
+}
+trap collab_finish EXIT
+trap 'exit 143' TERM INT
 POLICY=${POLICY:-gemma-270m}
 TASKS=${TASKS:-ask-or-guess-nl}
 ROUNDS=${ROUNDS:-3}
@@ -56,7 +67,8 @@ start=$SECONDS
 icml25 collab train-online --policy "$POLICY" --user rule --tasks "$TASKS" \
   --rounds "$ROUNDS" --tasks-per-round "$TASKS_PER_ROUND" --lora-r 32 --lora-alpha 16 \
   --out "$WORK/run" --resume --window "$WINDOW" --eval-tasks "$EVAL_TASKS" \
-  --sft-demos "$SFT_DEMOS" --device "${DEVICE%%:*}" "${EXTRA[@]}" > "$WORK/printed.json"
+  --sft-demos "$SFT_DEMOS" --device "${DEVICE%%:*}" "${EXTRA[@]}" > "$WORK/printed.json" \
+  || exit $?
 seconds=$((SECONDS - start))
 "$PY" - "$WORK/run" "$OUT" "$DEVICE" "$seconds" <<'PY'
 import json, shutil, sys
@@ -79,4 +91,3 @@ rec = {"system": "collab-online", "status": "ok", "device": device, "seconds": s
 (out / "result.json").write_text(json.dumps(rec, indent=1))
 print(json.dumps({k: rec[k] for k in ("status", "rounds", "seconds", "baseline")}))
 PY
-say "done"
