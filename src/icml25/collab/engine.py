@@ -23,7 +23,25 @@ from icml25.collab.simulator import Assistant, is_termination
 
 @dataclass
 class GrownConversation:
-    """A finished conversation, its scored turns, and every failure met on the way."""
+    """A finished conversation, its scored turns, and every failure met on the way.
+
+    Parameters
+    ----------
+    messages : list of dict
+        The whole conversation, opening user message first.
+    turns : list of ScoredTurn
+        One per scored assistant turn (empty for :func:`simulate_conversation`).
+    terminated : bool
+        Whether the simulated user ended the chat (rather than the turn limit or a failure).
+    failures : list of str, default=[]
+        Every unusable model output or failed call met on the way.
+
+    Examples
+    --------
+    >>> g = GrownConversation([{"role": "user", "content": "hi"}], [], terminated=False)
+    >>> len(g.messages), g.failures
+    (1, [])
+    """
 
     messages: list[dict[str, Any]]
     turns: list[ScoredTurn]
@@ -43,7 +61,49 @@ def _next_user_message(best: CandidateScore, prefix_len: int) -> str | None:
 
 async def grow_conversation(reward: MultiturnReward, policies: Sequence[Assistant], *,
                             max_turns: int = 6, conv_id: str = "") -> GrownConversation:
-    """Grow one conversation; never raises on model failures (they are recorded)."""
+    """Grow one conversation; never raises on model failures (they are recorded).
+
+    The simulated user of ``reward`` opens; each turn every policy proposes a reply, ``reward``
+    scores them all, and the MR-best reply is kept. The next user message comes from the best
+    reply's longest forward sample, or from the simulator when no sample has one.
+
+    Parameters
+    ----------
+    reward : MultiturnReward
+        Scores the candidates; its ``user`` is the simulated user.
+    policies : sequence of Assistant
+        The proposers, one candidate each per turn.
+    max_turns : int, default=6
+        Most assistant turns.
+    conv_id : str, default=""
+        Stored on each :class:`ScoredTurn`.
+
+    Returns
+    -------
+    GrownConversation
+        The conversation, one :class:`ScoredTurn` per assistant turn, and the failures.
+
+    Raises
+    ------
+    ValueError
+        If ``policies`` is empty or ``max_turns < 1``.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from icml25.collab import (Assistant, MultiturnReward, ScriptedChatModel,
+    ...                            UserSimulator)
+    >>> user = ScriptedChatModel({"user": ['{"response": "Help me with a poem."}',
+    ...                                    '{"response": "[[TERMINATE CHAT]]"}']})
+    >>> brief = Assistant(ScriptedChatModel({"assistant": "Here is a poem."}))
+    >>> asks = Assistant(ScriptedChatModel({"assistant": "What is it about?"}))
+    >>> asked = lambda conv: float(conv[-1]["content"].endswith("?"))
+    >>> mr = MultiturnReward(UserSimulator(user, "write a poem"), brief, task_metric=asked,
+    ...                      window=0, n_samples=1)
+    >>> g = asyncio.run(grow_conversation(mr, [brief, asks], max_turns=1, conv_id="c1"))
+    >>> [m["content"] for m in g.messages], g.turns[0].candidates
+    (['Help me with a poem.', 'What is it about?'], ['Here is a poem.', 'What is it about?'])
+    """
     if not policies:
         raise ValueError("need at least one policy to propose replies")
     if max_turns < 1:
@@ -94,7 +154,38 @@ async def grow_conversation(reward: MultiturnReward, policies: Sequence[Assistan
 async def simulate_conversation(user: Any, assistant: Assistant, *,
                                 max_turns: int = 6) -> GrownConversation:
     """A plain simulated chat (no scoring): the user opens, then assistant and user alternate
-    until the user terminates, the assistant fails, or ``max_turns`` assistant turns."""
+    until the user terminates, the assistant fails, or ``max_turns`` assistant turns.
+
+    Parameters
+    ----------
+    user : UserSimulator
+        Anything with an async ``respond(messages) -> UserTurn``.
+    assistant : Assistant
+        The policy under evaluation.
+    max_turns : int, default=6
+        Most assistant turns.
+
+    Returns
+    -------
+    GrownConversation
+        The conversation (``turns`` is empty) and the failures.
+
+    Raises
+    ------
+    ValueError
+        If ``max_turns < 1``.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from icml25.collab import Assistant, ScriptedChatModel, UserSimulator
+    >>> llm = ScriptedChatModel({"user": ['{"response": "2+2?"}',
+    ...                                   '{"response": "[[TERMINATE CHAT]]"}'],
+    ...                          "assistant": "4."})
+    >>> g = asyncio.run(simulate_conversation(UserSimulator(llm, "arithmetic"), Assistant(llm)))
+    >>> [m["content"] for m in g.messages], g.terminated
+    (['2+2?', '4.'], True)
+    """
     if max_turns < 1:
         raise ValueError("max_turns must be >= 1")
     failures: list[str] = []

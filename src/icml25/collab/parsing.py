@@ -64,7 +64,21 @@ def extract_json_object(text: str | None) -> dict[str, Any] | None:
 
     A bare scalar such as ``42`` or ``"yes"`` is *not* an object and gives ``None`` (the
     official package turned it into an ``int`` and then crashed calling ``.get`` on it).
+    Code fences, prose around the object, single quotes, trailing commas and Python literals
+    are tolerated.
 
+    Parameters
+    ----------
+    text : str or None
+        A model's raw output.
+
+    Returns
+    -------
+    dict or None
+        The first object that parses, or ``None``; never raises on model output.
+
+    Examples
+    --------
     >>> extract_json_object('Sure! ```json\\n{"response": "hi",}\\n```')
     {'response': 'hi'}
     >>> extract_json_object("42") is None
@@ -94,8 +108,28 @@ def parse_score(value: Any, *, lo: float = 0.0, hi: float = 1.0) -> float | None
     """A judge's score as a float in ``[lo, hi]``, or ``None`` if nothing usable is there.
 
     Accepts numbers, numeric strings ("0.8", "2/3", "8 out of 10" → scaled when above ``hi``),
-    booleans and rating words ("high" → ``hi``, "medium" → midpoint, "low" → ``lo``).
+    booleans and rating words ("high" → ``hi``, "medium" → midpoint, "low" → ``lo``). On the
+    default 0–1 scale a value in ``(10, 100]`` or a percentage reads as a percentage; other
+    values are clipped to ``[lo, hi]``.
 
+    Parameters
+    ----------
+    value : object
+        A judge's score: number, string, boolean or ``None``.
+    lo : float, default=0.0
+        Lower end of the scale.
+    hi : float, default=1.0
+        Upper end of the scale.
+
+    Returns
+    -------
+    float or None
+        The score in ``[lo, hi]``, or ``None``; never raises on model output.
+
+    Examples
+    --------
+    >>> parse_score("8 out of 10"), parse_score("75%"), parse_score(True)
+    (0.8, 0.75, 1.0)
     >>> parse_score("high"), parse_score("2/3"), parse_score(None)
     (1.0, 0.6666666666666666, None)
     """

@@ -63,7 +63,33 @@ _MATH = [
 
 
 def builtin_tasks(kind: str | None = None) -> list[dict[str, Any]]:
-    """The shipped fixtures: ``kind`` in {"document", "code", "math"} or ``None`` for all."""
+    """The shipped fixtures: ``kind`` in {"document", "code", "math"} or ``None`` for all.
+
+    Three tiny tasks per kind, in the shapes of the paper's benchmarks (document editing, code
+    generation, math question answering); smoke tests, not benchmarks.
+
+    Parameters
+    ----------
+    kind : {"document", "code", "math"} or None, default=None
+        Which tasks; ``None`` gives all nine.
+
+    Returns
+    -------
+    list of dict
+        Task dicts with keys ``kind``, ``task``, ``prompt``, ``reference`` and ``metric``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+
+    Examples
+    --------
+    >>> len(builtin_tasks()), [t["metric"]["answer"] for t in builtin_tasks("math")]
+    (9, ['5', '720', '\\\\frac{2}{3}'])
+    >>> builtin_tasks("code")[0]["metric"]["tests"][0]
+    "assert slugify('Hello, World!') == 'hello-world'"
+    """
     out: list[dict[str, Any]] = []
     if kind in (None, "document"):
         out += [{"kind": "document", "task": "document editing",
@@ -88,6 +114,37 @@ def load_tasks_jsonl(path: str | Path, kind: str) -> list[dict[str, Any]]:
     Accepted row shapes: ``{prompt, completion}`` (the official package's single-turn format),
     MATH ``{problem, solution}``, Medium-style ``{title, text}``, and code rows
     ``{prompt, tests: [assert snippets]}``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A UTF-8 JSONL file; blank lines are skipped.
+    kind : {"document", "code", "math"}
+        How to read the rows and which metric to attach (BLEU against the reference, the test
+        pass rate, or the final answer, from ``answer`` or the solution's last ``\\boxed{}``).
+
+    Returns
+    -------
+    list of dict
+        Task dicts as :func:`builtin_tasks` gives them.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``, a line that is not JSON, a row without prompt/problem/title,
+        or a code row without ``tests``.
+    FileNotFoundError
+        If ``path`` is not a file.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> import json
+    >>> row = {"problem": "What is 1+1?", "solution": "It is \\\\boxed{2}."}
+    >>> _ = Path("math.jsonl").write_text(json.dumps(row) + "\\n", encoding="utf-8")
+    >>> t = load_tasks_jsonl("math.jsonl", "math")[0]
+    >>> t["prompt"], t["metric"]
+    ('What is 1+1?', {'type': 'math', 'answer': '2'})
     """
     if kind not in ("document", "code", "math"):
         raise ValueError(f"unknown kind {kind!r}; use document, code or math")
