@@ -31,8 +31,31 @@ from icml25.collab.simulator import render_history
 def bleu(hypothesis: str, reference: str) -> float:
     """Sentence BLEU of ``hypothesis`` against one reference, scaled to ``[0, 1]``.
 
+    Parameters
+    ----------
+    hypothesis : str
+        The text to score; empty or blank text scores 0.
+    reference : str
+        The reference text.
+
+    Returns
+    -------
+    float
+        sacrebleu's sentence BLEU divided by 100.
+
+    Raises
+    ------
+    TypeError
+        If either argument is not a string.
+    MissingExtraError
+        If sacrebleu (``llm`` extra) is not installed.
+
+    Examples
+    --------
     >>> bleu("the cat sat on the mat", "the cat sat on the mat")
     1.0
+    >>> round(bleu("the cat sat on a mat", "the cat sat on the mat"), 3)
+    0.537
     """
     from icml25.core import require_extra
 
@@ -71,7 +94,29 @@ _HARNESS = textwrap.dedent(r"""
 
 @dataclass(frozen=True)
 class CodeResult:
-    """Outcome of :func:`run_code_tests`. ``passed[i]`` is test i's verdict."""
+    """Outcome of :func:`run_code_tests`. ``passed[i]`` is test i's verdict.
+
+    Parameters
+    ----------
+    passed : tuple of bool
+        One verdict per test; tests that never reported count as failed.
+    timed_out : bool
+        Whether the wall-clock limit killed the process.
+    killed : bool
+        Whether the process ended abnormally (timeout, a limit, a crash).
+    error : str, default=""
+        Why the solution could not run, or how the process ended.
+
+    Attributes
+    ----------
+    pass_rate : float
+        Fraction of tests passed (0 when there are none).
+
+    Examples
+    --------
+    >>> CodeResult((True, False, True), timed_out=False, killed=False).pass_rate
+    0.6666666666666666
+    """
 
     passed: tuple[bool, ...]
     timed_out: bool
@@ -104,6 +149,39 @@ def run_code_tests(code: str, tests: Sequence[str], *, timeout_s: float = 10.0,
     ``memory_mb``, ``RLIMIT_CPU`` ≈ ``timeout_s`` and a wall-clock kill at ``timeout_s``. Tests
     that never reported (because the process was killed) count as failed. POSIX only. This is
     a resource fence, not a security boundary: run untrusted code in a container as well.
+
+    Parameters
+    ----------
+    code : str
+        The solution, run once before the tests (its output is discarded).
+    tests : sequence of str
+        Test snippets, each run in a copy of the solution's namespace.
+    timeout_s : float, default=10.0
+        Wall-clock limit of the whole run, in seconds (the CPU limit is its ceiling).
+    memory_mb : int, default=512
+        Address-space limit of the child, in MiB.
+
+    Returns
+    -------
+    CodeResult
+        Per-test verdicts, whether the child timed out or was killed, and any error.
+
+    Raises
+    ------
+    TypeError
+        If ``code`` is not a string.
+    ValueError
+        If ``tests`` is empty or holds a non-string, ``timeout_s <= 0`` or
+        ``memory_mb < 32``.
+
+    Examples
+    --------
+    >>> code = "def f(x):\\n    return 2 * x\\n"
+    >>> r = run_code_tests(code, ["assert f(2) == 4", "assert f(3) == 7"])
+    >>> r.passed, r.timed_out, r.pass_rate
+    ((True, False), False, 0.5)
+    >>> run_code_tests("def f(:", ["assert f"]).error
+    'SyntaxError: ...'
     """
     if not isinstance(code, str):
         raise TypeError("code must be a string")
@@ -148,7 +226,33 @@ def run_code_tests(code: str, tests: Sequence[str], *, timeout_s: float = 10.0,
 
 
 def code_pass_rate(code: str, tests: Sequence[str], **kwargs) -> float:
-    """Fraction of ``tests`` that pass; see :func:`run_code_tests`."""
+    """Fraction of ``tests`` that pass; see :func:`run_code_tests`.
+
+    Parameters
+    ----------
+    code : str
+        The solution.
+    tests : sequence of str
+        Test snippets (asserts).
+    **kwargs
+        ``timeout_s`` and ``memory_mb`` of :func:`run_code_tests`.
+
+    Returns
+    -------
+    float
+        Passed tests over all tests, in ``[0, 1]``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`run_code_tests`.
+
+    Examples
+    --------
+    >>> code = "def f(x):\\n    return 2 * x\\n"
+    >>> code_pass_rate(code, ["assert f(2) == 4", "assert f(3) == 7"])
+    0.5
+    """
     return run_code_tests(code, tests, **kwargs).pass_rate
 
 
@@ -156,7 +260,25 @@ _CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
 
 
 def last_code_block(text: str) -> str:
-    """The last fenced code block in ``text`` (or ``text`` itself if there is none)."""
+    """The last fenced code block in ``text`` (or ``text`` itself if there is none).
+
+    Parameters
+    ----------
+    text : str
+        A model's reply; ``None`` counts as empty.
+
+    Returns
+    -------
+    str
+        The contents of the last fenced block (plain, ``python`` or ``py``), or ``text``.
+
+    Examples
+    --------
+    >>> last_code_block("Try:\\n```python\\nprint(1)\\n```\\nor\\n```\\nprint(2)\\n```")
+    'print(2)\\n'
+    >>> last_code_block("no code here")
+    'no code here'
+    """
     blocks = _CODE_BLOCK.findall(text or "")
     return blocks[-1] if blocks else (text or "")
 
@@ -180,7 +302,25 @@ def _boxed_content(s: str) -> str | None:
 
 def extract_final_answer(text: str) -> str:
     """The final answer in a math response: last ``\\boxed{}``, else 'answer is X', else the
-    last number or expression on the last line."""
+    last number or expression on the last line.
+
+    Parameters
+    ----------
+    text : str
+        A math response; ``None`` counts as empty.
+
+    Returns
+    -------
+    str
+        The answer, stripped ('' for empty text).
+
+    Examples
+    --------
+    >>> extract_final_answer("so x = \\\\boxed{\\\\frac{1}{2}}.")
+    '\\\\frac{1}{2}'
+    >>> extract_final_answer("The answer is 42."), extract_final_answer("We get 3, then 7")
+    ('42', '7')
+    """
     text = text or ""
     boxed = _boxed_content(text)
     if boxed is not None:
@@ -208,6 +348,22 @@ def math_equivalent(answer: str, reference: str, *, tol: float = 1e-9) -> bool:
     """Whether two final answers are mathematically equal (sympy), e.g. ``\\frac{1}{2}`` and
     ``0.5``. Falls back to normalised string equality when either side does not parse.
 
+    Parameters
+    ----------
+    answer : str
+        The answer to check (plain or LaTeX: ``\\frac``, ``\\sqrt``, ``\\cdot``, ``\\pi``...).
+    reference : str
+        The reference answer.
+    tol : float, default=1e-9
+        Relative tolerance of a numeric comparison.
+
+    Returns
+    -------
+    bool
+        ``True`` when sympy shows the difference is zero (within ``tol``).
+
+    Examples
+    --------
     >>> math_equivalent("\\\\frac{1}{2}", "0.5"), math_equivalent("2", "3")
     (True, False)
     """
@@ -255,7 +411,34 @@ Answer ONLY with JSON: {{"thought": "<reasoning>", "interactivity": <number from
 @dataclass
 class InteractivityJudge:
     """LLM judge of interactivity in ``[0, 1]``; returns ``None`` when no usable score came back
-    after ``max_retries`` (recorded by the caller, never raised)."""
+    after ``max_retries`` (recorded by the caller, never raised).
+
+    ``await judge.score(history, followup)`` asks the model (role ``"judge"``) to score the
+    follow-up part of a conversation, the earlier history being context, and returns
+    ``(score or None, failures)``. The reply is parsed tolerantly (:func:`parse_score`).
+
+    Parameters
+    ----------
+    model : ChatModel
+        The judge LLM.
+    max_retries : int, default=2
+        Attempts at a usable score.
+    temperature : float or None, default=0.0
+        Sampling temperature of the judge.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from icml25.collab import ScriptedChatModel
+    >>> llm = ScriptedChatModel({"judge": ["I'd say high!", '{"interactivity": 0.5}']})
+    >>> judge = InteractivityJudge(llm)
+    >>> followup = [{"role": "assistant", "content": "What length?"}]
+    >>> asyncio.run(judge.score([{"role": "user", "content": "A poem?"}], followup))
+    (1.0, [])
+    >>> asyncio.run(InteractivityJudge(ScriptedChatModel({"judge": "?"}), max_retries=1)
+    ...             .score([], followup))
+    (None, ["judge attempt 1: unusable score '?'"])
+    """
 
     model: ChatModel
     max_retries: int = 2
@@ -286,7 +469,32 @@ def token_counter(name: str = "approx"):
     """A ``text -> int`` token counter: ``"approx"`` (offline word/punctuation count) or
     ``"tiktoken:<encoding>"`` (e.g. ``cl100k_base``, ``o200k_base``): OpenAI's BPE counts
     through ``bpe-openai``, which is tiktoken-compatible and ships its tables, so it works
-    offline where tiktoken would download them."""
+    offline where tiktoken would download them.
+
+    Parameters
+    ----------
+    name : str, default="approx"
+        ``"approx"`` or ``"tiktoken:<encoding>"``.
+
+    Returns
+    -------
+    callable
+        ``text -> int``; ``None`` text counts as empty.
+
+    Raises
+    ------
+    ValueError
+        For an unknown counter or encoding.
+    MissingExtraError
+        For ``tiktoken:`` without ``bpe-openai`` (``llm`` extra).
+
+    Examples
+    --------
+    >>> token_counter()("Hello, world!")
+    4
+    >>> token_counter("tiktoken:cl100k_base")("Hello, world!")
+    4
+    """
     from icml25.collab.chat import approx_token_count
 
     if name == "approx":
@@ -336,7 +544,27 @@ Answer ONLY with JSON: {{"thought": "<what changed>", "final_completion": "<the 
 @dataclass
 class AccuracyJudge:
     """LLM judge of math correctness (0/1) against a reference solution; ``None`` when no usable
-    verdict came back after ``max_retries``."""
+    verdict came back after ``max_retries``.
+
+    ``await judge.score(problem, reference, answer)`` returns ``(verdict, failures)``: the
+    verdict is 1.0 or 0.0 (a parsed score of 0.5 or more counts as correct), or ``None``, and
+    failures lists what went wrong; it never raises on model output or a failing endpoint.
+
+    Parameters
+    ----------
+    model : ChatModel
+        The judge LLM (called with role ``"judge"`` at temperature 0).
+    max_retries : int, default=2
+        Attempts at a usable verdict.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from icml25.collab import ScriptedChatModel
+    >>> judge = AccuracyJudge(ScriptedChatModel({"judge": '{"accuracy": 1}'}))
+    >>> asyncio.run(judge.score("Solve x^2 = 25.", "x = 5 or x = -5", "x = ±5"))
+    (1.0, [])
+    """
 
     model: ChatModel
     max_retries: int = 2
@@ -365,7 +593,35 @@ class LLMExtractor:
     """Extract the final artifact (document, code, answer) from a whole conversation with an
     LLM, as the paper does before applying the task metric. Falls back to the last assistant
     message (its last code block for code) when the model fails; the fallback is recorded in
-    ``failures``."""
+    ``failures``.
+
+    ``await extractor.extract(conversation)`` asks the model (role ``"extractor"``) for JSON
+    with a ``final_completion`` and returns that string.
+
+    Parameters
+    ----------
+    model : ChatModel
+        The extracting LLM.
+    kind : str, default="document"
+        What to extract ("document", "code", "answer"...), named in the prompt.
+    max_retries : int, default=2
+        Attempts at a usable ``final_completion``.
+    failures : list of str, default=[]
+        Where failed attempts are recorded (it grows across calls).
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from icml25.collab import ScriptedChatModel
+    >>> conv = [{"role": "user", "content": "A haiku?"},
+    ...         {"role": "assistant", "content": "Autumn moon..."}]
+    >>> llm = ScriptedChatModel({"extractor": '{"final_completion": "Autumn moon rises"}'})
+    >>> asyncio.run(LLMExtractor(llm).extract(conv))
+    'Autumn moon rises'
+    >>> broken = LLMExtractor(ScriptedChatModel({"extractor": "sorry"}), max_retries=1)
+    >>> asyncio.run(broken.extract(conv)), broken.failures
+    ('Autumn moon...', ['extractor attempt 1: no final_completion'])
+    """
 
     model: ChatModel
     kind: str = "document"
