@@ -47,6 +47,24 @@ PAPER_WEIGHTS = {"task": 1.0, "interactivity": 1.0, "token_cost": -1.0}
 def paper_reward(task: float, interactivity: float, tokens: float, lam: float) -> float:
     """Paper-era conversation reward: ``task + interactivity - min(lam * tokens, 1)``.
 
+    Parameters
+    ----------
+    task : float
+        The task metric of the conversation (BLEU, pass rate, accuracy).
+    interactivity : float
+        The judge's interactivity score in ``[0, 1]``.
+    tokens : float
+        Tokens of the candidate and its follow-up.
+    lam : float
+        The token penalty ``lambda``.
+
+    Returns
+    -------
+    float
+        The reward; the token cost is capped at 1.
+
+    Examples
+    --------
     >>> paper_reward(0.5, 1.0, 1000, 5e-4)
     1.0
     """
@@ -86,7 +104,37 @@ def weighted_reward(metrics: Mapping[str, float], weights: Mapping[str, float]) 
 
 @dataclass
 class SampleResult:
-    """One forward-sampled branch."""
+    """One forward-sampled branch.
+
+    Parameters
+    ----------
+    conversation : list of dict
+        The history, the candidate and the simulated follow-up.
+    n_forward : int
+        Messages after the candidate (the simulated follow-up).
+    metrics : dict of str to float
+        The branch's metrics (``task``, ``interactivity``, ``tokens``, ``token_cost``...; NaN
+        for a metric that failed).
+    reward : float
+        The weighted reward (NaN when a weighted metric is missing).
+    terminated : bool
+        Whether the simulated user ended the chat.
+    failures : list of str, default=[]
+        Every unusable output, failed call or failed metric in the branch.
+
+    Attributes
+    ----------
+    forward : list of dict
+        The last ``n_forward`` messages of ``conversation``.
+
+    Examples
+    --------
+    >>> conv = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"},
+    ...         {"role": "user", "content": "thanks"}, {"role": "assistant", "content": "np"}]
+    >>> s = SampleResult(conv, n_forward=2, metrics={"task": 1.0}, reward=1.0, terminated=False)
+    >>> [m["content"] for m in s.forward]
+    ['thanks', 'np']
+    """
 
     conversation: list[dict[str, Any]]
     n_forward: int
@@ -102,7 +150,31 @@ class SampleResult:
 
 @dataclass
 class CandidateScore:
-    """MR of one candidate: mean and std of finite per-sample rewards, and the samples."""
+    """MR of one candidate: mean and std of finite per-sample rewards, and the samples.
+
+    Parameters
+    ----------
+    candidate : str
+        The candidate reply.
+    mr : float
+        Mean of the finite sample rewards (NaN if none).
+    std : float
+        Population std of the finite sample rewards (NaN if none).
+    samples : list of SampleResult
+        Every forward sample, failed ones included.
+
+    Attributes
+    ----------
+    n_valid : int
+        Samples with a finite reward.
+
+    Examples
+    --------
+    >>> samples = [SampleResult([], 0, {"task": t}, t, True) for t in (1.0, 0.0, float("nan"))]
+    >>> c = CandidateScore("It is 4.", mr=0.5, std=0.5, samples=samples)
+    >>> c.n_valid, c.metric_means(), c.to_dict()["samples"][2]["reward"] is None
+    (2, {'task': 0.5}, True)
+    """
 
     candidate: str
     mr: float
@@ -153,25 +225,44 @@ async def _maybe_await(value: Any) -> Any:
 class MultiturnReward:
     """Multiturn-aware reward by forward sampling (see the module docstring).
 
+    ``await reward.score(history, candidates)`` returns one :class:`CandidateScore` per
+    candidate, in order; all ``N × S`` branches run concurrently (``concurrent=False`` scores
+    candidates one after another).
+
     Parameters
     ----------
-    user, assistant : the simulated user (hidden task) and the policy that continues branches.
-    task_metric : ``conversation -> float`` (sync or async), e.g. :func:`bleu_task_metric`.
-    judge : optional interactivity judge; without it the ``interactivity`` metric is absent.
-    window : rounds simulated after the candidate (``w``; 0 = single-turn reward).
-    n_samples : forward samples per candidate (``S``).
-    weights : metric weights; ``None`` = paper-era form (task 1, interactivity 1, token_cost -1),
+    user : UserSimulator
+        The simulated user (hidden task) that continues each branch.
+    assistant : Assistant
+        The policy that answers the simulated user in each branch.
+    task_metric : callable or None, default=None
+        ``conversation -> float`` (sync or async), e.g. :func:`bleu_task_metric`; without it
+        the ``task`` metric is absent.
+    judge : InteractivityJudge or None, default=None
+        Interactivity judge; without it the ``interactivity`` metric is absent.
+    window : int, default=2
+        Rounds simulated after the candidate (``w``; 0 = single-turn reward).
+    n_samples : int, default=3
+        Forward samples per candidate (``S``).
+    weights : mapping of str to float or None, default=None
+        Metric weights; ``None`` = paper-era form (task 1, interactivity 1, token_cost -1),
         dropping weights of metrics that are not configured.
-    token_penalty : ``lambda`` in ``min(lambda * tokens, 1)`` (5e-4 for MATH and BigCodeBench,
-        1e-4 for Medium in the paper-era code).
-    count_tokens : ``text -> int``; defaults to an offline approximation.
-    extra_metrics : more ``conversation -> float`` metrics, usable in ``weights``.
+    token_penalty : float, default=5e-4
+        ``lambda`` in ``min(lambda * tokens, 1)`` (5e-4 for MATH and BigCodeBench, 1e-4 for
+        Medium in the paper-era code).
+    count_tokens : callable, default=approx_token_count
+        ``text -> int``; the default is an offline approximation (see :func:`token_counter`).
+    extra_metrics : mapping of str to callable, default={}
+        More ``conversation -> float`` metrics, usable in ``weights``.
 
     Raises
     ------
     ValueError
         When scoring, if ``weights`` name metrics that are not configured (the message lists
-        the available ones).
+        the available ones), ``window < 0``, ``n_samples < 1``, a negative or infinite
+        ``token_penalty``, or ``candidates`` is empty or a string.
+    TypeError
+        When scoring, if a candidate is not a string.
 
     Examples
     --------
@@ -313,7 +404,29 @@ def _assistant_texts(conv: Sequence[Message]) -> list[str]:
 def bleu_task_metric(reference: str, *, extractor: Any = None) -> TaskMetric:
     """BLEU against ``reference`` of the final document: extracted from the whole conversation
     by ``extractor`` (an :class:`~icml25.collab.metrics.LLMExtractor`, as in the paper) or, by
-    default, the last assistant message."""
+    default, the last assistant message.
+
+    Parameters
+    ----------
+    reference : str
+        The goal document.
+    extractor : LLMExtractor or None, default=None
+        Extracts the final document from the conversation; ``None`` takes the last assistant
+        message.
+
+    Returns
+    -------
+    callable
+        ``conversation -> float`` (async with an ``extractor``); 0 without assistant
+        messages.
+
+    Examples
+    --------
+    >>> metric = bleu_task_metric("the cat sat on the mat")
+    >>> metric([{"role": "user", "content": "A sentence?"},
+    ...         {"role": "assistant", "content": "the cat sat on the mat"}])
+    1.0
+    """
     if extractor is not None:
         async def extracted(conv: list[dict[str, Any]]) -> float:
             return bleu(await extractor.extract(conv), reference)
@@ -332,6 +445,31 @@ def math_task_metric(reference_answer: str, *, judge: Any = None, problem: str =
     With ``judge`` (an :class:`~icml25.collab.metrics.AccuracyJudge`), answers sympy cannot show
     equal are sent to the LLM judge (e.g. "x = 5 or 7" vs "{5, 7}"); a judge that returns no
     usable verdict counts as incorrect.
+
+    Parameters
+    ----------
+    reference_answer : str
+        The final answer to match.
+    judge : AccuracyJudge or None, default=None
+        LLM judge for answers sympy cannot show equal; ``None`` uses sympy alone.
+    problem : str, default=""
+        The problem, shown to the judge.
+    reference_solution : str, default=""
+        The solution shown to the judge; ``""`` shows ``reference_answer``.
+
+    Returns
+    -------
+    callable
+        ``conversation -> float`` in {0, 1} (async with a ``judge``).
+
+    Examples
+    --------
+    >>> metric = math_task_metric("1/2")
+    >>> conv = [{"role": "user", "content": "Half of 1?"}]
+    >>> metric([*conv, {"role": "assistant", "content": "It is 0.5."}])
+    1.0
+    >>> metric([*conv, {"role": "assistant", "content": "It is 2."}])
+    0.0
     """
     def sympy_check(conv: list[dict[str, Any]]) -> tuple[float, str]:
         texts = _assistant_texts(conv)
@@ -356,7 +494,32 @@ def code_task_metric(tests: Sequence[str], *, timeout_s: float = 10.0, memory_mb
                      extractor: Any = None) -> TaskMetric:
     """Pass rate of the final code, run in the sandbox in a worker thread (concurrent branches
     do not block the event loop). The code is extracted by ``extractor`` (an LLM, as in the
-    paper) or, by default, is the last fenced code block any assistant message wrote."""
+    paper) or, by default, is the last fenced code block any assistant message wrote.
+
+    Parameters
+    ----------
+    tests : sequence of str
+        Test snippets (asserts).
+    timeout_s : float, default=10.0
+        Wall-clock limit of each sandbox run; see :func:`run_code_tests`.
+    memory_mb : int, default=512
+        Address-space limit of each sandbox run, in MiB.
+    extractor : LLMExtractor or None, default=None
+        Extracts the final code from the conversation; ``None`` takes the last fenced block.
+
+    Returns
+    -------
+    callable
+        An async ``conversation -> float`` (the pass rate; 0 when there is no code).
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> metric = code_task_metric(["assert f(2) == 4", "assert f(3) == 6"])
+    >>> reply = "Here:\\n```python\\ndef f(x):\\n    return 2 * x\\n```"
+    >>> asyncio.run(metric([{"role": "assistant", "content": reply}]))
+    1.0
+    """
     tests = list(tests)
 
     async def metric(conv: list[dict[str, Any]]) -> float:

@@ -61,7 +61,32 @@ def is_termination(text: str | None) -> bool:
 
 @dataclass
 class UserTurn:
-    """One simulated user message; ``failures`` lists every unusable output or failed call."""
+    """One simulated user message; ``failures`` lists every unusable output or failed call.
+
+    Parameters
+    ----------
+    text : str
+        The user's message.
+    terminated : bool
+        Whether it carries the termination signal ``[[TERMINATE CHAT]]``.
+    parsed : bool
+        Whether it came from output in the JSON contract (else salvaged or the fallback).
+    failures : list of str, default=[]
+        Every unusable output or failed call before this message.
+    tokens : int, default=0
+        Completion tokens spent on it, retries included.
+    fallback : bool, default=False
+        Whether the retries ran out (the text is salvaged prose or the fallback message).
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from icml25.collab import ScriptedChatModel, UserSimulator
+    >>> llm = ScriptedChatModel({"user": '{"response": "Thanks! [[TERMINATE CHAT]]"}'})
+    >>> turn = asyncio.run(UserSimulator(llm, task="x").respond([]))
+    >>> turn.terminated, turn.parsed, turn.fallback
+    (True, True, False)
+    """
 
     text: str
     terminated: bool
@@ -173,7 +198,34 @@ def _parse_user_output(raw: str | None) -> str | None:
 
 @dataclass
 class Assistant:
-    """The policy side of a simulated conversation: a model plus an optional system prompt."""
+    """The policy side of a simulated conversation: a model plus an optional system prompt.
+
+    ``await assistant.respond(conversation)`` drops the conversation's system messages, puts
+    ``system_prompt`` first, and returns ``(text, completion_tokens)``; it raises
+    :class:`ChatModelError` when the model fails after its retries.
+
+    Parameters
+    ----------
+    model : ChatModel
+        The policy LLM (called with role ``"assistant"``).
+    system_prompt : str or None, default=None
+        The system prompt, e.g. :data:`PROACTIVE_SYSTEM_PROMPT`.
+    temperature : float or None, default=0.8
+        Sampling temperature.
+    max_tokens : int or None, default=2048
+        Token cap of each reply.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from icml25.collab import PROACTIVE_SYSTEM_PROMPT, ScriptedChatModel
+    >>> llm = ScriptedChatModel({"assistant": "Sure. How long should it be?"})
+    >>> a = Assistant(llm, system_prompt=PROACTIVE_SYSTEM_PROMPT)
+    >>> asyncio.run(a.respond([{"role": "user", "content": "Write a poem."}]))
+    ('Sure. How long should it be?', 8)
+    >>> [m["role"] for m in llm.log[0][1]]
+    ['system', 'user']
+    """
 
     model: ChatModel
     system_prompt: str | None = None
