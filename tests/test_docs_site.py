@@ -123,7 +123,7 @@ def test_docstring_example_runs(test, monkeypatch, tmp_path):
 
 #: rooms whose every public function/class docstring is complete (numpydoc)
 COMPLETE_DOCSTRING_ROOMS = ["royalties", "mdm", "conformal", "creativity", "worstoff", "core",
-                            "nn", "review", "missing_score"]
+                            "nn", "review", "missing_score", "collab"]
 
 
 def _takes_parameters(obj) -> bool:
