@@ -21,7 +21,8 @@ from test_readme import blocks
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 GUIDES = ["index.md", "install.md", "conformal.md", "worstoff.md", "worstoff-levers.md",
           "royalties.md", "royalties-evidence.md", "missing_score.md", "missing_score-practice.md",
-          "mdm.md", "mdm-decoder.md", "creativity.md", "collab.md", "review.md",
+          "mdm.md", "mdm-decoder.md", "creativity.md", "collab.md", "collab-online.md",
+          "review.md",
           "review-chairs.md", "review-operators.md", "review-onboarding.md", "nn.md", "nn-gpu.md",
           "reproduce.md"]
 #: pages whose examples a test of their own runs
