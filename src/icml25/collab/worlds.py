@@ -27,6 +27,7 @@ True
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
@@ -83,14 +84,15 @@ class RuleUser:
         return UserTurn(text, ended, True)
 
 
-class _NLWorld:
+class _NLWorld(abc.ABC):
     """Shared logic: success = the last delivered answer is the target; interactivity = asked
     about the goal before delivering any answer."""
 
     name = ""
 
+    @abc.abstractmethod
     def tasks(self, n: int, seed: int) -> list[Any]:
-        raise NotImplementedError
+        """Implemented by each world."""
 
     @staticmethod
     def is_question(text: str | None) -> bool:
@@ -102,14 +104,17 @@ class _NLWorld:
     def user(self, task: Any, max_turns: int = 3) -> RuleUser:
         return RuleUser(self, task, max_turns)
 
+    @abc.abstractmethod
     def answer_of(self, task: Any, text: str | None) -> str | None:
-        raise NotImplementedError
+        """Implemented by each world."""
 
+    @abc.abstractmethod
     def asks(self, task: Any, text: str | None) -> bool:
-        raise NotImplementedError
+        """Implemented by each world."""
 
+    @abc.abstractmethod
     def reveal(self, task: Any) -> str:
-        raise NotImplementedError
+        """Implemented by each world."""
 
     def describe(self, task: Any) -> tuple[str, str]:
         """(task description, hidden goal) for an LLM user simulator."""
@@ -148,14 +153,17 @@ class _NLWorld:
             conv.append({"role": "assistant", "content": self.deliver(task, guess)})
         return conv
 
+    @abc.abstractmethod
     def question(self, task: Any) -> str:
-        raise NotImplementedError
+        """Implemented by each world."""
 
+    @abc.abstractmethod
     def options(self, task: Any) -> Sequence[str]:
-        raise NotImplementedError
+        """Implemented by each world."""
 
+    @abc.abstractmethod
     def deliver(self, task: Any, option: str) -> str:
-        raise NotImplementedError
+        """Implemented by each world."""
 
 
 # --------------------------------------------------------------------------- ask-or-guess, NL

@@ -19,6 +19,7 @@ tcp://HOST:PORT`` or ``ICML25_EXECUTOR``; Dask reruns the cells of a lost worker
 
 from __future__ import annotations
 
+import abc
 import concurrent.futures as cf
 import contextlib
 import dataclasses
@@ -348,7 +349,7 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class Executor:
+class Executor(abc.ABC):
     """Runs :class:`Task` objects; ``submit`` returns a ``concurrent.futures.Future`` of a
     :class:`Done`. Subclasses: :class:`InlineExecutor`, :class:`ProcessExecutor`,
     :class:`DaskExecutor`."""
@@ -357,10 +358,11 @@ class Executor:
     description: str = ""
     remote: bool = False  # True when workers may not share this machine's file system
 
-    def submit(self, task: Task) -> cf.Future:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def submit(self, task: Task) -> cf.Future:
+        """Start ``task``; the future resolves to its :class:`Done`."""
 
-    def close(self, wait: bool = True) -> None:
+    def close(self, wait: bool = True) -> None:  # noqa: B027 - a default: nothing to release
         """Release the workers (idempotent); ``wait=False`` does not wait for running tasks."""
 
     def __enter__(self) -> Executor:
