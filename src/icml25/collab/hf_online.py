@@ -184,29 +184,13 @@ def evaluate(policy: HFPolicy, world: Any, tasks: Sequence[Any], *, seed: int = 
              ) -> dict[str, Any]:
     """Task success and interactivity of whole conversations with the world's rule-based
     user (all tasks stepped together), with 95% Clopper-Pearson intervals."""
-    import torch
-
+    from icml25.collab import online
     from icml25.core.stats import clopper_pearson
 
     if not tasks:
         raise ValueError("no evaluation tasks")
-    gen = torch.Generator().manual_seed(seed)
-    users = [world.user(t, max_turns=max_turns) for t in tasks]
-    convs = [list(world.opening(t)) for t in tasks]
-    live = list(range(len(tasks)))
-    for _ in range(max_turns + 1):
-        if not live:
-            break
-        replies = policy.generate([convs[i] for i in live], temperature=temperature,
-                                  max_tokens=max_tokens, generator=gen)
-        still = []
-        for i, text in zip(live, replies, strict=True):
-            convs[i].append({"role": "assistant", "content": text})
-            msg, ended = users[i].reply(convs[i])
-            if not ended:
-                convs[i].append({"role": "user", "content": msg})
-                still.append(i)
-        live = still
+    convs = online.rollout(policy, world, tasks, temperature=temperature, max_turns=max_turns,
+                           max_tokens=max_tokens, seed=seed)
     out: dict[str, Any] = {"n": len(tasks)}
     for key, fn in (("success", world.success), ("interactivity", world.interactivity)):
         k = int(sum(fn(t, c) for t, c in zip(tasks, convs, strict=True)))

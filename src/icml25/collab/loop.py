@@ -248,24 +248,8 @@ def rollout(policy: PolicyLM, tasks: Sequence[world.FormatTask], *, temperature:
             max_turns: int = 3, seed: int = 0, max_tokens: int = 32
             ) -> list[list[dict[str, Any]]]:
     """Whole conversations with the rule-based user, all tasks stepped together in batches."""
-    gen = torch.Generator().manual_seed(seed)
-    users = [world.RuleUser(t, max_turns=max_turns) for t in tasks]
-    convs = [[{"role": "user", "content": u.opening()}] for u in users]
-    live = list(range(len(tasks)))
-    for _ in range(max_turns + 1):
-        if not live:
-            break
-        replies = policy.generate([convs[i] for i in live], temperature=temperature,
-                                  max_tokens=max_tokens, generator=gen)
-        still = []
-        for i, text in zip(live, replies, strict=True):
-            convs[i].append({"role": "assistant", "content": text})
-            msg, ended = users[i].reply(convs[i])
-            if not ended:
-                convs[i].append({"role": "user", "content": msg})
-                still.append(i)
-        live = still
-    return convs
+    return online.rollout(policy, _WORLD, tasks, temperature=temperature, max_turns=max_turns,
+                          max_tokens=max_tokens, seed=seed)
 
 
 def evaluate(policy: PolicyLM, tasks: Sequence[world.FormatTask], *, seed: int = 0,

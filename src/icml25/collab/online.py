@@ -139,6 +139,31 @@ def collect_round(policy: Any, world: Any, tasks: Sequence[Any], cfg: Any, seed:
     return data
 
 
+def rollout(policy: Any, world: Any, tasks: Sequence[Any], *, temperature: float = 1.0,
+            max_turns: int = 3, max_tokens: int = 32, seed: int = 0
+            ) -> list[list[dict[str, Any]]]:
+    """Whole conversations of ``policy`` with the world's rule-based user, all tasks stepped
+    together: each turn is one batched ``policy.generate`` over the conversations still open."""
+    gen = torch.Generator().manual_seed(seed)
+    users = [world.user(t, max_turns=max_turns) for t in tasks]
+    convs = [list(world.opening(t)) for t in tasks]
+    live = list(range(len(tasks)))
+    for _ in range(max_turns + 1):
+        if not live:
+            break
+        replies = policy.generate([convs[i] for i in live], temperature=temperature,
+                                  max_tokens=max_tokens, generator=gen)
+        still = []
+        for i, text in zip(live, replies, strict=True):
+            convs[i].append({"role": "assistant", "content": text})
+            msg, ended = users[i].reply(convs[i])
+            if not ended:
+                convs[i].append({"role": "user", "content": msg})
+                still.append(i)
+        live = still
+    return convs
+
+
 def draw_tasks(pool: Sequence[Any], n: int, seed: int) -> list[Any]:
     """``min(n, len(pool))`` distinct tasks of the pool, drawn with ``seed``."""
     rng = np.random.default_rng(seed)
